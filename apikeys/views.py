@@ -1,0 +1,21 @@
+from drf_spectacular.utils import extend_schema
+from rest_framework import exceptions, mixins
+from rest_framework.response import Response
+
+from apikeys.models import PersonalAPIKey
+from apikeys.serializers import PersonalAPIKeySerializer
+from workspace.api.viewsets import BaseViewSet
+
+
+class PersonalAPIKeyViewSet(mixins.RetrieveModelMixin, BaseViewSet):
+    # /api/personal_api_keys/@current/: any valid key may describe itself, whatever its scopes.
+    required_scopes: list[str] = []
+    serializer_class = PersonalAPIKeySerializer
+    lookup_value_regex = "@current"
+    queryset = PersonalAPIKey.objects.none()
+
+    @extend_schema(summary="The key that authenticated this request")
+    def retrieve(self, request, *args, **kwargs):
+        if not isinstance(request.auth, PersonalAPIKey):
+            raise exceptions.NotFound("This request was not made with a personal API key.")
+        return Response(self.get_serializer(request.auth).data)

@@ -1,0 +1,5 @@
+from django.apps import AppConfig
+
+
+class OrganizationsConfig(AppConfig):
+    name = "organizations"

@@ -1,0 +1,103 @@
+"""Personas and clients shared by every test module.
+
+alice owns `organization` (and its `project`), bob is a plain member there, and charlie owns
+`other_organization` / `other_project` and has no access to alice's. `key_client(*scopes)` issues a real key
+through the service and returns an APIClient that sends it.
+"""
+
+import pytest
+from django.core.cache import cache
+from rest_framework.test import APIClient
+
+from apikeys.services import api_key_create
+from organizations.models import Membership
+from tests.organizations.factories import MembershipFactory, OrganizationFactory, ProjectFactory
+from tests.workspace.factories import UserFactory
+
+
+@pytest.fixture(autouse=True)
+def _fast_tests(settings):
+    # Password hashing dominates test time otherwise; counters must not leak between tests.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    cache.clear()
+
+
+@pytest.fixture
+def organization(db):
+    return OrganizationFactory(name="Alice's organization")
+
+
+@pytest.fixture
+def project(organization):
+    return ProjectFactory(organization=organization, name="Alice's project")
+
+
+@pytest.fixture
+def alice(organization, project):
+    user = UserFactory(email="alice@example.com", first_name="Alice")
+    MembershipFactory(user=user, organization=organization, level=Membership.Level.OWNER)
+    user.current_organization = organization
+    user.current_project = project
+    user.save()
+    return user
+
+
+@pytest.fixture
+def bob(organization, project):
+    user = UserFactory(email="bob@example.com", first_name="Bob")
+    MembershipFactory(user=user, organization=organization, level=Membership.Level.MEMBER)
+    user.current_organization = organization
+    user.current_project = project
+    user.save()
+    return user
+
+
+@pytest.fixture
+def other_organization(db):
+    return OrganizationFactory(name="Charlie's organization")
+
+
+@pytest.fixture
+def other_project(other_organization):
+    return ProjectFactory(organization=other_organization, name="Charlie's project")
+
+
+@pytest.fixture
+def charlie(other_organization, other_project):
+    user = UserFactory(email="charlie@example.com", first_name="Charlie")
+    MembershipFactory(user=user, organization=other_organization, level=Membership.Level.OWNER)
+    user.current_organization = other_organization
+    user.current_project = other_project
+    user.save()
+    return user
+
+
+@pytest.fixture
+def issue_key(db):
+    """issue_key(user, *scopes, **options) -> plaintext key, issued through the real service."""
+
+    def issue(user, *scopes, **options):
+        _, plaintext = api_key_create(user=user, label=options.pop("label", "test key"), scopes=list(scopes), **options)
+        return plaintext
+
+    return issue
+
+
+@pytest.fixture
+def key_client(alice, issue_key):
+    """key_client(*scopes, user=alice, **key_options) -> APIClient sending a fresh key with those scopes."""
+
+    def make(*scopes, user=None, **options):
+        client = APIClient()
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {issue_key(user or alice, *scopes, **options)}")
+        return client
+
+    return make
+
+
+@pytest.fixture
+def api_client(alice):
+    """A session-authenticated client for alice, as an operator logged into admin would browse the API."""
+    client = APIClient()
+    client.force_login(alice)
+    return client

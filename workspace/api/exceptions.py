@@ -1,0 +1,90 @@
+"""One error body for every failure under /api/: `{"type", "code", "detail", "attr"}`, first error only."""
+
+import logging
+
+from django.core.exceptions import RequestDataTooBig
+from django.http import JsonResponse
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.settings import api_settings
+from rest_framework.views import exception_handler as drf_exception_handler
+from rest_framework.views import set_rollback
+
+logger = logging.getLogger(__name__)
+
+ERROR_TYPES = {
+    exceptions.ValidationError: "validation_error",
+    exceptions.NotAuthenticated: "authentication_error",
+    exceptions.AuthenticationFailed: "authentication_error",
+    exceptions.PermissionDenied: "authentication_error",
+    exceptions.Throttled: "throttled_error",
+}
+
+
+def error_body(type_: str, code: str, detail: str, attr: str | None = None) -> dict:
+    return {"type": type_, "code": code, "detail": str(detail), "attr": attr}
+
+
+def error_response(status_code: int, type_: str, code: str, detail: str, attr: str | None = None) -> JsonResponse:
+    """The error body as a plain Django response, for failures outside DRF's views (middleware, URL misses)."""
+    return JsonResponse(error_body(type_, code, detail, attr), status=status_code)
+
+
+def first_error(detail, path: tuple[str, ...] = ()) -> tuple[str | None, object]:
+    """Walk a DRF error structure to its first message; nested field names join with `__`."""
+    if isinstance(detail, dict):
+        for key, value in detail.items():
+            if not value:
+                continue
+            child = path if key == api_settings.NON_FIELD_ERRORS_KEY else (*path, str(key))
+            return first_error(value, child)
+    elif isinstance(detail, list):
+        for index, value in enumerate(detail):
+            if not value:
+                continue
+            child = (*path, str(index)) if isinstance(value, dict | list) and len(detail) > 1 else path
+            return first_error(value, child)
+    return ("__".join(path) or None), detail
+
+
+def exception_handler(exc, context):
+    """DRF's handler (status, headers such as WWW-Authenticate and Retry-After, rollback), then our body."""
+    if isinstance(exc, RequestDataTooBig):
+        exc = exceptions.APIException("Request body is too large.")
+        exc.status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+        exc.default_code = "request_too_large"
+        response = drf_exception_handler(exc, context)
+        response.data = error_body("invalid_request", "request_too_large", exc.detail)
+        return response
+
+    response = drf_exception_handler(exc, context)
+    if response is None:
+        logger.exception("Unhandled error in %s", context.get("view").__class__.__name__, exc_info=exc)
+        set_rollback()
+        return Response(error_body("server_error", "error", "A server error occurred."), status=500)
+
+    if isinstance(exc, exceptions.ValidationError):
+        attr, detail = first_error(exc.detail)
+        code = getattr(detail, "code", None) or "invalid_input"
+        response.data = error_body("validation_error", code, detail, attr)
+        return response
+
+    if isinstance(exc, exceptions.APIException):
+        detail = exc.detail
+        attr = None
+        if isinstance(detail, dict | list):
+            attr, detail = first_error(detail)
+        code = getattr(detail, "code", None) or exc.default_code
+    else:  # Http404 and Django's PermissionDenied, already converted to a response by DRF
+        detail = response.data.get("detail", "") if isinstance(response.data, dict) else ""
+        code = "not_found" if response.status_code == 404 else "permission_denied"
+        attr = None
+    if response.status_code == 404:
+        code = "not_found"
+    type_ = next((value for cls, value in ERROR_TYPES.items() if isinstance(exc, cls)), None)
+    if type_ is None:
+        type_ = "authentication_error" if response.status_code == 403 else "invalid_request"
+        if response.status_code >= 500:
+            type_ = "server_error"
+    response.data = error_body(type_, code, detail, attr)
+    return response
