@@ -1,0 +1,103 @@
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
+
+from apikeys.models import PersonalAPIKey
+from apikeys.scopes import ALL, ALL_SCOPES, validate_scopes
+from apikeys.services import api_key_create, api_key_revoke
+from organizations.models import Organization
+
+
+class PersonalAPIKeyIssueForm(forms.ModelForm):
+    """Issues a key: the plaintext is generated on save and shown once in a message."""
+
+    scopes = forms.MultipleChoiceField(
+        choices=[(ALL, "* (all scopes)"), *[(scope, scope) for scope in ALL_SCOPES]],
+        widget=forms.CheckboxSelectMultiple,
+    )
+    organizations = forms.ModelMultipleChoiceField(
+        queryset=Organization.objects.order_by("name"),
+        required=False,
+        help_text="Limit the key to these organizations; leave empty for all of the user's.",
+    )
+    expires_in_days = forms.IntegerField(required=False, min_value=1)
+
+    class Meta:
+        model = PersonalAPIKey
+        fields = ["user", "label"]
+
+    def clean_scopes(self):
+        try:
+            return validate_scopes(self.cleaned_data["scopes"])
+        except ValidationError as error:
+            raise forms.ValidationError(error.messages) from error
+
+
+@admin.register(PersonalAPIKey)
+class PersonalAPIKeyAdmin(admin.ModelAdmin):
+    list_display = (
+        "label",
+        "user",
+        "mask_value",
+        "scope_list",
+        "created_at",
+        "last_used_at",
+        "expires_at",
+        "revoked_at",
+    )
+    list_filter = ("revoked_at", "expires_at", "created_at")
+    list_select_related = ("user",)
+    search_fields = ("label", "user__email", "mask_value")
+    raw_id_fields = ("user",)
+    readonly_fields = (
+        "mask_value",
+        "scopes",
+        "scoped_organizations",
+        "created_at",
+        "last_used_at",
+        "expires_at",
+        "revoked_at",
+    )
+    fields = ("user", "label", *readonly_fields)
+    actions = ["revoke"]
+
+    def get_form(self, request, obj=None, **kwargs):
+        if obj is None:
+            kwargs["form"] = PersonalAPIKeyIssueForm
+            kwargs["fields"] = ["user", "label", "scopes", "organizations", "expires_in_days"]
+        return super().get_form(request, obj, **kwargs)
+
+    def get_fields(self, request, obj=None):
+        if obj is None:
+            return ["user", "label", "scopes", "organizations", "expires_in_days"]
+        return super().get_fields(request, obj)
+
+    def get_readonly_fields(self, request, obj=None):
+        if obj is None:
+            return ()
+        return ("user", *self.readonly_fields)
+
+    @admin.display(description="scopes")
+    def scope_list(self, key):
+        return ", ".join(key.scopes) or "(none)"
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            obj.save(update_fields=["label"])
+            return
+        key, plaintext = api_key_create(
+            user=form.cleaned_data["user"],
+            label=form.cleaned_data["label"],
+            scopes=form.cleaned_data["scopes"],
+            scoped_organizations=[org.pk for org in form.cleaned_data["organizations"]],
+            expires_in_days=form.cleaned_data.get("expires_in_days"),
+        )
+        obj.pk = key.pk
+        obj.__dict__.update(key.__dict__)
+        messages.warning(request, f"Copy the new key now; it will not be shown again: {plaintext}")
+
+    @admin.action(description="Revoke selected keys")
+    def revoke(self, request, queryset):
+        for key in queryset.filter(revoked_at__isnull=True):
+            api_key_revoke(key=key)
+        self.message_user(request, "Selected keys are revoked.", messages.SUCCESS)
