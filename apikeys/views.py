@@ -7,7 +7,7 @@ from apikeys.serializers import PersonalAPIKeySerializer
 from workspace.api.viewsets import BaseViewSet
 
 
-class PersonalAPIKeyViewSet(mixins.RetrieveModelMixin, BaseViewSet):
+class PersonalAPIKeyViewSet(BaseViewSet, mixins.RetrieveModelMixin):
     # /api/personal_api_keys/@current/: any valid key may describe itself, whatever its scopes.
     required_scopes: list[str] = []
     serializer_class = PersonalAPIKeySerializer

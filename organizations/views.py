@@ -21,13 +21,13 @@ def scoped_organizations(request) -> list[str] | None:
 
 
 class OrganizationViewSet(
+    MembershipLevelMixin,
+    BaseViewSet,
     mixins.ListModelMixin,
     mixins.CreateModelMixin,
     mixins.RetrieveModelMixin,
     mixins.UpdateModelMixin,
     mixins.DestroyModelMixin,
-    MembershipLevelMixin,
-    BaseViewSet,
 ):
     # /api/organizations/ and /api/organizations/{id|@current}/
     scope_object = "organization"
@@ -56,7 +56,7 @@ class OrganizationViewSet(
         self.log_activity(organization, "created", after=self.snapshot(organization))
 
 
-class OrganizationProjectViewSet(mixins.ListModelMixin, mixins.CreateModelMixin, OrganizationScopedViewSet):
+class OrganizationProjectViewSet(OrganizationScopedViewSet, mixins.ListModelMixin, mixins.CreateModelMixin):
     # /api/organizations/{organization_id}/projects/
     scope_object = "project"
     serializer_class = ProjectSerializer
@@ -76,7 +76,7 @@ class OrganizationProjectViewSet(mixins.ListModelMixin, mixins.CreateModelMixin,
 
 
 class ProjectViewSet(
-    mixins.RetrieveModelMixin, mixins.UpdateModelMixin, mixins.DestroyModelMixin, MembershipLevelMixin, BaseViewSet
+    MembershipLevelMixin, BaseViewSet, mixins.RetrieveModelMixin, mixins.UpdateModelMixin, mixins.DestroyModelMixin
 ):
     # /api/projects/{id|@current}/
     scope_object = "project"

@@ -26,7 +26,7 @@ urlpatterns = [
     path("api/", include("organizations.urls")),
     path("api/organizations/<str:organization_id>/", include(organization_routes)),
     path("api/projects/<str:project_id>/", include(project_routes)),
-    re_path(r"^api/", api_not_found),
+    re_path(r"^api(/|$)", api_not_found),
 ]
 
 handler404 = "workspace.views.api_not_found"

@@ -13,7 +13,7 @@ from workspace.models import User
 from workspace.serializers import MeSerializer
 
 
-class UserViewSet(mixins.RetrieveModelMixin, BaseViewSet):
+class UserViewSet(BaseViewSet, mixins.RetrieveModelMixin):
     # /api/users/@me/ only: a key reads its own user, never anyone else's.
     scope_object = "user"
     serializer_class = MeSerializer
@@ -40,7 +40,7 @@ def landing_page(request):
 
 def api_not_found(request, exception=None):
     """JSON 404 under /api/ for URLs no route matches; the usual page elsewhere."""
-    if request.path.startswith("/api/"):
+    if request.path == "/api" or request.path.startswith("/api/"):
         return error_response(404, "invalid_request", "not_found", "Not found.")
     return defaults.page_not_found(request, exception)
 

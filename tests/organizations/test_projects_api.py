@@ -1,0 +1,84 @@
+import pytest
+
+from organizations.models import Membership, Project
+from tests.organizations.factories import ProjectFactory
+
+
+def projects_url(organization_id) -> str:
+    return f"/api/organizations/{organization_id}/projects/"
+
+
+def project_url(project_id) -> str:
+    return f"/api/projects/{project_id}/"
+
+
+def test_list_projects_of_an_organization(alice, charlie, organization, project, key_client):
+    second = ProjectFactory(organization=organization, name="Second")
+    response = key_client("project:read").get(projects_url(organization.id))
+    assert response.status_code == 200
+    assert [row["id"] for row in response.json()["results"]] == [project.id, second.id]
+    assert response.json()["results"][0] == {
+        "id": project.id,
+        "uuid": str(project.uuid),
+        "organization": str(organization.id),
+        "name": "Alice's project",
+        "created_at": project.created_at.isoformat().replace("+00:00", "Z"),
+        "updated_at": project.updated_at.isoformat().replace("+00:00", "Z"),
+    }
+
+
+def test_admin_creates_a_project(alice, organization, key_client):
+    response = key_client("project:write").post(projects_url("@current"), {"name": "Web"}, format="json")
+    assert response.status_code == 201
+    assert Project.objects.get(pk=response.json()["id"]).organization == organization
+
+
+def test_member_cannot_create_a_project(alice, bob, organization, key_client):
+    response = key_client("project:write", user=bob).post(projects_url(organization.id), {"name": ""}, format="json")
+    assert response.status_code == 403
+    assert Project.objects.filter(organization=organization).count() == 1
+
+
+def test_create_validates_name(alice, organization, key_client):
+    response = key_client("project:write").post(projects_url(organization.id), {"name": "x" * 201}, format="json")
+    assert response.status_code == 400
+    assert (response.json()["attr"], response.json()["code"]) == ("name", "max_length")
+
+
+def test_retrieve_and_current(alice, project, key_client):
+    client = key_client("project:read")
+    assert client.get(project_url(project.id)).json()["name"] == "Alice's project"
+    assert client.get("/api/projects/@current").json()["id"] == project.id
+
+
+@pytest.mark.parametrize("project_id", ["abc", "0", "999999"])
+def test_unknown_or_non_integer_project_ids_are_404(alice, key_client, project_id):
+    response = key_client("project:read").get(project_url(project_id))
+    assert response.status_code == 404
+
+
+def test_other_tenants_project_is_404(alice, charlie, other_project, key_client):
+    client = key_client("project:write")
+    assert client.get(project_url(other_project.id)).status_code == 404
+    assert client.patch(project_url(other_project.id), {"name": "x"}, format="json").status_code == 404
+    assert client.delete(project_url(other_project.id)).status_code == 404
+    assert client.get(projects_url(other_project.organization_id)).status_code == 404
+
+
+def test_member_reads_but_cannot_change_projects(alice, bob, project, key_client):
+    client = key_client("project:write", user=bob)
+    assert client.get(project_url(project.id)).status_code == 200
+    assert client.patch(project_url(project.id), {"name": "x"}, format="json").status_code == 403
+    assert client.delete(project_url(project.id)).status_code == 403
+
+
+def test_admin_renames_and_deletes_but_keeps_the_last_project(alice, organization, project, key_client):
+    Membership.objects.filter(user=alice).update(level=Membership.Level.ADMIN)
+    client = key_client("project:write")
+    assert client.patch(project_url(project.id), {"name": "Renamed"}, format="json").json()["name"] == "Renamed"
+    last = client.delete(project_url(project.id))
+    assert last.status_code == 400
+    assert last.json()["code"] == "last_project"
+    second = ProjectFactory(organization=organization)
+    assert client.delete(project_url(second.id)).status_code == 204
+    assert not Project.objects.filter(pk=second.pk).exists()

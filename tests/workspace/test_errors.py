@@ -1,0 +1,103 @@
+"""Every row of the error table: one body shape, the right status, type, code and headers."""
+
+import pytest
+from rest_framework.test import APIClient
+
+from organizations.models import Organization
+from workspace.api import throttling
+
+URL = "/api/organizations/"
+
+
+def assert_error(response, status, type_, code, attr=None):
+    assert response.status_code == status, response.content
+    assert response["Content-Type"].startswith("application/json")
+    body = response.json()
+    assert set(body) == {"type", "code", "detail", "attr"}
+    assert (body["type"], body["code"], body["attr"]) == (type_, code, attr)
+    assert isinstance(body["detail"], str) and body["detail"]
+    return body
+
+
+def test_malformed_json_is_400_parse_error(alice, key_client):
+    response = key_client("organization:write").post(URL, '{"name": ', content_type="application/json")
+    assert_error(response, 400, "invalid_request", "parse_error")
+    assert not Organization.objects.exclude(name="Alice's organization").exists()
+
+
+def test_validation_error_names_the_field(alice, key_client):
+    response = key_client("organization:write").post(URL, {"name": 5 * "x" * 20}, format="json")
+    assert_error(response, 400, "validation_error", "max_length", attr="name")
+
+
+def test_json_array_body_is_a_validation_error(alice, key_client):
+    response = key_client("organization:write").post(URL, [1, 2], format="json")
+    assert_error(response, 400, "validation_error", "invalid")
+
+
+def test_missing_key_is_401_with_bearer_challenge(db):
+    response = APIClient().get(URL)
+    assert_error(response, 401, "authentication_error", "not_authenticated")
+    assert response["WWW-Authenticate"] == "Bearer"
+
+
+def test_missing_scope_is_403_naming_it(alice, key_client):
+    body = assert_error(key_client("dashboard:read").get(URL), 403, "authentication_error", "permission_denied")
+    assert body["detail"] == "API key missing required scope 'organization:read'"
+
+
+def test_unknown_id_is_404(alice, key_client):
+    response = key_client("organization:read").get(f"{URL}00000000-0000-0000-0000-000000000000/")
+    assert_error(response, 404, "invalid_request", "not_found")
+
+
+@pytest.mark.parametrize("path", ["/api/nothing-here/", "/api/organizations/x/y/z/", "/api"])
+def test_unmatched_api_url_is_json_404(db, path):
+    response = APIClient().post(path, {}, format="json")
+    assert_error(response, 404, "invalid_request", "not_found")
+
+
+def test_method_not_allowed_is_405_with_allow_header(alice, key_client):
+    response = key_client("organization:write").put(URL, {}, format="json")
+    assert_error(response, 405, "invalid_request", "method_not_allowed")
+    assert response["Allow"] == "GET, POST, HEAD, OPTIONS"
+
+
+def test_oversized_body_is_413_json(alice, key_client, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1024
+    response = key_client("organization:write").post(URL, {"name": "x" * 2000}, format="json")
+    assert_error(response, 413, "invalid_request", "request_too_large")
+    assert not Organization.objects.filter(name__startswith="xxx").exists()
+
+
+def test_non_json_write_is_415(alice, key_client):
+    response = key_client("organization:write").post(URL, "name=Acme", content_type="application/x-www-form-urlencoded")
+    assert_error(response, 415, "invalid_request", "unsupported_media_type")
+    assert not Organization.objects.filter(name="Acme").exists()
+
+
+def test_rate_limit_is_429_with_retry_after(alice, key_client, monkeypatch):
+    monkeypatch.setattr(throttling.BurstRateThrottle, "THROTTLE_RATES", {"burst": "3/minute", "sustained": "100/hour"})
+    client = key_client("organization:read")
+    assert [client.get(URL).status_code for _ in range(3)] == [200, 200, 200]
+    response = client.get(URL)
+    assert_error(response, 429, "throttled_error", "throttled")
+    assert 1 <= int(response["Retry-After"]) <= 60
+    # Limits are per key: another key is not affected.
+    assert key_client("organization:read").get(URL).status_code == 200
+
+
+@pytest.mark.urls("tests.workspace.urls_failing")
+def test_unexpected_error_is_500_without_a_trace(alice, key_client):
+    client = key_client("organization:read")
+    client.raise_request_exception = False
+    response = client.get("/api/failing/")
+    body = assert_error(response, 500, "server_error", "error")
+    assert "secret" not in response.content.decode()
+    assert "Traceback" not in body["detail"]
+
+
+@pytest.mark.parametrize("path", ["/api/organizations", "/api/organizations/"])
+def test_trailing_slash_is_optional_without_redirect(alice, key_client, path):
+    response = key_client("organization:write").post(path, {"name": "Slash"}, format="json")
+    assert response.status_code == 201
