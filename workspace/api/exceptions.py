@@ -42,7 +42,8 @@ def first_error(detail, path: tuple[str, ...] = ()) -> tuple[str | None, object]
         for index, value in enumerate(detail):
             if not value:
                 continue
-            child = (*path, str(index)) if isinstance(value, dict | list) and len(detail) > 1 else path
+            # Items of a list body (many=True) carry their index; messages of one field do not.
+            child = (*path, str(index)) if isinstance(value, dict) else path
             return first_error(value, child)
     return ("__".join(path) or None), detail
 
