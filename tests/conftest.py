@@ -32,24 +32,21 @@ def project(organization):
     return ProjectFactory(organization=organization, name="Alice's project")
 
 
+def persona(email: str, first_name: str, organization, project, level: int):
+    """A user with a membership at `level`, whose current organization and project are those given."""
+    user = UserFactory(email=email, first_name=first_name, current_organization=organization, current_project=project)
+    MembershipFactory(user=user, organization=organization, level=level)
+    return user
+
+
 @pytest.fixture
 def alice(organization, project):
-    user = UserFactory(email="alice@example.com", first_name="Alice")
-    MembershipFactory(user=user, organization=organization, level=Membership.Level.OWNER)
-    user.current_organization = organization
-    user.current_project = project
-    user.save()
-    return user
+    return persona("alice@example.com", "Alice", organization, project, Membership.Level.OWNER)
 
 
 @pytest.fixture
 def bob(organization, project):
-    user = UserFactory(email="bob@example.com", first_name="Bob")
-    MembershipFactory(user=user, organization=organization, level=Membership.Level.MEMBER)
-    user.current_organization = organization
-    user.current_project = project
-    user.save()
-    return user
+    return persona("bob@example.com", "Bob", organization, project, Membership.Level.MEMBER)
 
 
 @pytest.fixture
@@ -64,12 +61,7 @@ def other_project(other_organization):
 
 @pytest.fixture
 def charlie(other_organization, other_project):
-    user = UserFactory(email="charlie@example.com", first_name="Charlie")
-    MembershipFactory(user=user, organization=other_organization, level=Membership.Level.OWNER)
-    user.current_organization = other_organization
-    user.current_project = other_project
-    user.save()
-    return user
+    return persona("charlie@example.com", "Charlie", other_organization, other_project, Membership.Level.OWNER)
 
 
 @pytest.fixture
