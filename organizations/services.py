@@ -277,20 +277,20 @@ def invite_accept(*, invite: Invite, user) -> Membership:
 
 
 @transaction.atomic
-def domain_update(*, domain: Domain, **fields) -> Domain:
+def domain_update(*, instance: Domain, **fields) -> Domain:
     """Apply changes; a new domain name must be verified again, with a new challenge."""
     new_name = fields.get("domain")
-    if new_name is not None and new_name != domain.domain:
-        domain.verified_at = None
-        domain.last_verification_attempt_at = None
-        domain.verification_challenge = new_verification_challenge()
-        domain.jit_provisioning_enabled = False
-        domain.sso_enforcement = Domain.SSOEnforcement.NONE
+    if new_name is not None and new_name != instance.domain:
+        instance.verified_at = None
+        instance.last_verification_attempt_at = None
+        instance.verification_challenge = new_verification_challenge()
+        instance.jit_provisioning_enabled = False
+        instance.sso_enforcement = Domain.SSOEnforcement.NONE
     for name, value in fields.items():
-        setattr(domain, name, value)
-    domain.full_clean()
-    domain.save()
-    return domain
+        setattr(instance, name, value)
+    instance.full_clean()
+    instance.save()
+    return instance
 
 
 def dns_txt_values(name: str) -> list[str]:

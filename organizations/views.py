@@ -279,7 +279,7 @@ class DomainViewSet(
 
     def perform_update(self, serializer):
         before = self.snapshot(serializer.instance)
-        serializer.instance = domain_update(domain=serializer.instance, **serializer.validated_data)
+        serializer.instance = domain_update(instance=serializer.instance, **serializer.validated_data)
         self.log_activity(serializer.instance, "updated", before=before, after=self.snapshot(serializer.instance))
 
     @extend_schema(request=None, responses={200: DomainSerializer})
