@@ -1,7 +1,7 @@
 import re
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema_field
+from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail
 
@@ -85,6 +85,8 @@ class LevelField(serializers.ChoiceField):
         return super().to_internal_value(data)
 
 
+# Named as in the reference API, so that clients generated from it find the same components.
+@extend_schema_serializer(component_name="OrganizationMember")
 class MemberSerializer(serializers.ModelSerializer):
     """A membership as the members list shows it; `id` is the membership's UUID."""
 
@@ -99,6 +101,8 @@ class MemberSerializer(serializers.ModelSerializer):
         read_only_fields = ["id", "user", "joined_at", "updated_at", "is_2fa_enabled", "has_social_auth"]
 
 
+# Named as in the reference API, so that clients generated from it find the same components.
+@extend_schema_serializer(component_name="OrganizationInvite")
 class InviteSerializer(serializers.ModelSerializer):
     """An invite. The level, membership and replacement rules need the organization, so they live in the service."""
 
@@ -150,6 +154,8 @@ class BulkInviteSerializer(serializers.ListSerializer):
 DOMAIN_PATTERN = re.compile(r"^([a-z0-9]+(-[a-z0-9]+)*\.)+[a-z]{2,}$")
 
 
+# Named as in the reference API, so that clients generated from it find the same components.
+@extend_schema_serializer(component_name="OrganizationDomain")
 class DomainSerializer(serializers.ModelSerializer):
     """A domain. `jit_provisioning_enabled` and `sso_enforcement` can only be turned on once it is verified."""
 

@@ -224,7 +224,13 @@ class InviteViewSet(
         description="An array of up to 20 invites, or one invite object; all are checked before any is saved. "
         "The response is an array for an array and an object for an object.",
     )
-    @action(detail=False, methods=["post"], required_scopes=["organization_member:write"])
+    @action(
+        detail=False,
+        methods=["post"],
+        required_scopes=["organization_member:write"],
+        pagination_class=None,
+        filter_backends=[],
+    )
     def bulk(self, request, *args, **kwargs):
         single = isinstance(request.data, dict)
         serializer = BulkInviteSerializer(data=[request.data] if single else request.data)
