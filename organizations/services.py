@@ -99,12 +99,14 @@ def project_delete(*, project: Project) -> None:
 
 
 def _only_owner(membership: Membership) -> bool:
-    return (
-        membership.level == Membership.Level.OWNER
-        and not Membership.objects.filter(organization_id=membership.organization_id, level=Membership.Level.OWNER)
-        .exclude(pk=membership.pk)
-        .exists()
+    """Whether this is the organization's one owner. Locks the owners' rows, so that two owners removing
+    or demoting each other at the same moment cannot leave the organization with none."""
+    owners = list(
+        Membership.objects.select_for_update()
+        .filter(organization_id=membership.organization_id, level=Membership.Level.OWNER)
+        .values_list("pk", flat=True)
     )
+    return membership.level == Membership.Level.OWNER and owners == [membership.pk]
 
 
 def check_member_change(*, actor_level: int, actor, target: Membership, new_level: int | None = None) -> None:
@@ -131,7 +133,7 @@ def check_member_change(*, actor_level: int, actor, target: Membership, new_leve
 @transaction.atomic
 def membership_update_level(*, membership: Membership, level: int) -> Membership:
     """Set a member's level; an organization always keeps at least one owner."""
-    membership = Membership.objects.select_for_update().select_related("user").get(pk=membership.pk)
+    membership = Membership.objects.select_related("user").get(pk=membership.pk)
     if level < Membership.Level.OWNER and _only_owner(membership):
         raise ValidationError(
             {"level": [ErrorDetail("The last owner can't be demoted; make someone else an owner first.", "last_owner")]}
@@ -144,7 +146,7 @@ def membership_update_level(*, membership: Membership, level: int) -> Membership
 @transaction.atomic
 def membership_delete(*, membership: Membership) -> None:
     """Remove a member (or let them leave). The last owner stays; the user's `@current` no longer points here."""
-    membership = Membership.objects.select_for_update().select_related("user").get(pk=membership.pk)
+    membership = Membership.objects.select_related("user").get(pk=membership.pk)
     if _only_owner(membership):
         raise ValidationError(
             "The last owner can't leave or be removed; make someone else an owner first.", code="last_owner"
@@ -253,7 +255,7 @@ def invite_send_email(*, invite: Invite) -> bool:
 @transaction.atomic
 def invite_accept(*, invite: Invite, user) -> Membership:
     """Join the invite's organization at its level, if the invite is for this user and still valid."""
-    invite = Invite.objects.select_for_update().select_related("organization").get(pk=invite.pk)
+    invite = Invite.objects.select_for_update(of=("self",)).select_related("organization").get(pk=invite.pk)
     if invite.accepted_at is not None:
         raise ValidationError("This invite has already been used.", code="invite_used")
     if invite.is_expired:

@@ -1,9 +1,12 @@
 import uuid
+from contextlib import contextmanager
 
+from django.db import IntegrityError, transaction
 from django.db.models import F
 from drf_spectacular.utils import extend_schema
 from rest_framework import exceptions, mixins, status
 from rest_framework.decorators import action
+from rest_framework.exceptions import ErrorDetail
 from rest_framework.response import Response
 
 from apikeys.models import PersonalAPIKey
@@ -247,6 +250,18 @@ class InviteViewSet(
         return Response(data[0] if single else data)
 
 
+@contextmanager
+def domain_taken_as_400():
+    """Another request registering the same domain between validation and save: the unique index decides."""
+    try:
+        with transaction.atomic():
+            yield
+    except IntegrityError as error:
+        raise exceptions.ValidationError(
+            {"domain": [ErrorDetail("This domain is already registered.", code="unique")]}
+        ) from error
+
+
 class DomainViewSet(
     OrganizationScopedViewSet,
     mixins.ListModelMixin,
@@ -283,9 +298,14 @@ class DomainViewSet(
     def get_save_kwargs(self) -> dict:
         return {"organization": self.organization}
 
+    def perform_create(self, serializer):
+        with domain_taken_as_400():
+            super().perform_create(serializer)
+
     def perform_update(self, serializer):
         before = self.snapshot(serializer.instance)
-        serializer.instance = domain_update(instance=serializer.instance, **serializer.validated_data)
+        with domain_taken_as_400():
+            serializer.instance = domain_update(instance=serializer.instance, **serializer.validated_data)
         self.log_activity(serializer.instance, "updated", before=before, after=self.snapshot(serializer.instance))
 
     @extend_schema(request=None, responses={200: DomainSerializer})

@@ -2,6 +2,7 @@ import pytest
 from django.utils import timezone
 
 from organizations.models import Domain, Membership
+from organizations.serializers import DomainSerializer
 from tests.organizations.factories import DomainFactory, MembershipFactory
 
 MEMBER, ADMIN, OWNER = Membership.Level.MEMBER, Membership.Level.ADMIN, Membership.Level.OWNER
@@ -235,3 +236,13 @@ def test_only_admins_and_owners_delete(key_client, organization, alice, level, e
     response = key_client("organization:write", user=actor).delete(domains_url(organization, f"{domain.id}/"))
     assert response.status_code == expected
     assert Domain.objects.filter(pk=domain.pk).exists() is (expected == 403)
+
+
+def test_a_duplicate_that_slips_past_validation_is_still_a_400(key_client, organization, alice, monkeypatch):
+    # Two requests for the same domain at once: both pass validation, the unique index refuses the second.
+    DomainFactory(domain="race.com")
+    monkeypatch.setattr(DomainSerializer, "validate_domain", lambda self, value: value)
+    response = key_client("organization:write").post(domains_url(organization), {"domain": "race.com"})
+    assert response.status_code == 400
+    assert (response.json()["code"], response.json()["attr"]) == ("unique", "domain")
+    assert Domain.objects.filter(domain="race.com").count() == 1
