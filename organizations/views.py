@@ -141,7 +141,7 @@ class ProjectViewSet(
 
 
 class MemberViewSet(
-    mixins.ListModelMixin, mixins.UpdateModelMixin, mixins.DestroyModelMixin, OrganizationScopedViewSet
+    OrganizationScopedViewSet, mixins.ListModelMixin, mixins.UpdateModelMixin, mixins.DestroyModelMixin
 ):
     # /api/organizations/{organization_id}/members/{user uuid | @me}/
     scope_object = "organization_member"
@@ -184,7 +184,7 @@ class MemberViewSet(
 
 
 class InviteViewSet(
-    mixins.ListModelMixin, mixins.CreateModelMixin, mixins.DestroyModelMixin, OrganizationScopedViewSet
+    OrganizationScopedViewSet, mixins.ListModelMixin, mixins.CreateModelMixin, mixins.DestroyModelMixin
 ):
     # /api/organizations/{organization_id}/invites/
     scope_object = "organization_member"

@@ -4,6 +4,7 @@ from django.utils import timezone
 from organizations.models import Domain, Membership
 from organizations.serializers import DomainSerializer
 from tests.organizations.factories import DomainFactory, MembershipFactory
+from workspace.models import ActivityLog
 
 MEMBER, ADMIN, OWNER = Membership.Level.MEMBER, Membership.Level.ADMIN, Membership.Level.OWNER
 
@@ -246,3 +247,13 @@ def test_a_duplicate_that_slips_past_validation_is_still_a_400(key_client, organ
     assert response.status_code == 400
     assert (response.json()["code"], response.json()["attr"]) == ("unique", "domain")
     assert Domain.objects.filter(domain="race.com").count() == 1
+
+
+def test_writes_are_recorded_in_the_activity_log(key_client, organization, alice):
+    client = key_client("organization:write")
+    domain_id = client.post(domains_url(organization), {"domain": "log.com"}).json()["id"]
+    client.patch(domains_url(organization, f"{domain_id}/"), {"saml_entity_id": "x"})
+    client.delete(domains_url(organization, f"{domain_id}/"))
+    entries = ActivityLog.objects.filter(scope="Domain", item_id=domain_id).order_by("id")
+    assert [entry.activity for entry in entries] == ["created", "updated", "deleted"]
+    assert all(entry.organization_id == organization.id for entry in entries)

@@ -295,3 +295,11 @@ class TestBulkInvites:
         )
         assert response.status_code == 404
         assert not Invite.objects.exists()
+
+
+def test_deletion_is_recorded_in_the_activity_log(key_client, organization, alice):
+    invite = InviteFactory(organization=organization)
+    key_client("organization_member:write").delete(invites_url(organization, f"{invite.id}/"))
+    entry = ActivityLog.objects.get(scope="Invite")
+    assert (entry.activity, entry.item_id) == ("deleted", str(invite.id))
+    assert entry.detail["before"]["target_email"] == invite.target_email
