@@ -106,15 +106,15 @@ def _only_owner(membership: Membership) -> bool:
         .filter(organization_id=membership.organization_id, level=Membership.Level.OWNER)
         .values_list("pk", flat=True)
     )
-    return membership.level == Membership.Level.OWNER and owners == [membership.pk]
+    return owners == [membership.pk]
 
 
 def check_member_change(*, actor_level: int, actor, target: Membership, new_level: int | None = None) -> None:
-    """The level rules for changing (`new_level` given) or removing another member, as 403s.
+    """The level rules for changing (`new_level` given) or removing a member, as 403s.
 
-    Admins and owners act on members at or below their own level; nobody sets a level above their own, and
-    only owners make owners. Acting on oneself is handled by the caller (nobody changes their own level;
-    anybody may leave).
+    Nobody changes their own level, but anybody may leave. Otherwise admins and owners act on members at or
+    below their own level; nobody sets a level above their own, and only owners make owners. The last-owner
+    rule is a 400 and lives in the write services below.
     """
     if target.user_id == actor.pk:
         if new_level is not None:
