@@ -1,7 +1,10 @@
+import secrets
 import uuid
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 
 class Organization(models.Model):
@@ -77,3 +80,86 @@ class Membership(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user_id} in {self.organization_id} ({self.get_level_display()})"
+
+
+def new_verification_challenge() -> str:
+    return secrets.token_urlsafe(32)
+
+
+class Invite(models.Model):
+    """An invitation for an email address to join an organization at a level.
+
+    Accepting it creates the membership and marks the invite used (`accepted_at`); used invites are no
+    longer listed, but are kept so that a second accept is refused with a clear message.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="invites")
+    target_email = models.EmailField(max_length=254, db_index=True)
+    first_name = models.CharField(max_length=30, blank=True, default="")
+    level = models.PositiveSmallIntegerField(choices=Membership.Level.choices, default=Membership.Level.MEMBER)
+    message = models.TextField(null=True, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    emailing_attempt_made = models.BooleanField(default=False)
+    emailing_error = models.TextField(blank=True, default="", help_text="Why the last attempt to mail it failed.")
+    accepted_at = models.DateTimeField(null=True, blank=True)
+    accepted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["-created_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.target_email} to {self.organization_id}"
+
+    @property
+    def expires_at(self):
+        return self.created_at + timedelta(days=settings.INVITE_EXPIRY_DAYS)
+
+    @property
+    def is_expired(self) -> bool:
+        return timezone.now() >= self.expires_at
+
+
+class Domain(models.Model):
+    """An email domain an organization claims, proven by a DNS TXT record, with its SSO and SAML settings."""
+
+    class SSOEnforcement(models.TextChoices):
+        NONE = "", "none"
+        GOOGLE = "google-oauth2", "Google"
+        GITHUB = "github", "GitHub"
+        GITLAB = "gitlab", "GitLab"
+        SAML = "saml", "SAML"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="domains")
+    domain = models.CharField(max_length=128, unique=True)
+    verification_challenge = models.CharField(max_length=128, default=new_verification_challenge, editable=False)
+    verified_at = models.DateTimeField(null=True, blank=True)
+    last_verification_attempt_at = models.DateTimeField(null=True, blank=True)
+    jit_provisioning_enabled = models.BooleanField(default=False)
+    sso_enforcement = models.CharField(max_length=28, choices=SSOEnforcement.choices, blank=True, default="")
+    saml_entity_id = models.CharField(max_length=512, null=True, blank=True)
+    saml_acs_url = models.CharField(max_length=512, null=True, blank=True)
+    saml_x509_cert = models.TextField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["domain", "id"]
+
+    def __str__(self) -> str:
+        return self.domain
+
+    @property
+    def is_verified(self) -> bool:
+        return self.verified_at is not None
+
+    @property
+    def has_saml(self) -> bool:
+        return bool(self.saml_entity_id and self.saml_acs_url and self.saml_x509_cert)

@@ -93,3 +93,12 @@ def api_client(alice):
     client = APIClient()
     client.force_login(alice)
     return client
+
+
+@pytest.fixture(autouse=True)
+def _no_real_dns(settings):
+    # Domain verification must never reach the network from a test: point it at a local port nothing
+    # answers on, with a short timeout. Tests of verification start their own DNS server.
+    settings.DOMAIN_VERIFICATION_NAMESERVERS = ["127.0.0.1"]
+    settings.DOMAIN_VERIFICATION_PORT = 9
+    settings.DOMAIN_VERIFICATION_TIMEOUT = 0.2

@@ -1,6 +1,6 @@
 import factory
 
-from organizations.models import Membership, Organization, Project
+from organizations.models import Domain, Invite, Membership, Organization, Project
 from tests.workspace.factories import UserFactory
 
 
@@ -27,3 +27,20 @@ class MembershipFactory(factory.django.DjangoModelFactory):
     organization = factory.SubFactory(OrganizationFactory)
     user = factory.SubFactory(UserFactory)
     level = Membership.Level.MEMBER
+
+
+class InviteFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Invite
+
+    organization = factory.SubFactory(OrganizationFactory)
+    target_email = factory.Sequence(lambda n: f"invitee{n}@example.com")
+    level = Membership.Level.MEMBER
+
+
+class DomainFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Domain
+
+    organization = factory.SubFactory(OrganizationFactory)
+    domain = factory.Sequence(lambda n: f"domain{n}.example.com")

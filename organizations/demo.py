@@ -1,0 +1,19 @@
+"""Demo records for `manage.py seed_demo`: a second member, a pending invite and an unverified domain."""
+
+from organizations.models import Domain, Invite, Membership, Organization
+from workspace.models import User
+
+DEMO_MEMBER_EMAIL = "member@example.com"
+
+
+def create_demo_data(*, user, organization: Organization, project) -> None:
+    member, _ = User.objects.get_or_create(
+        email=DEMO_MEMBER_EMAIL, defaults={"first_name": "Demo", "last_name": "Member"}
+    )
+    Membership.objects.get_or_create(
+        organization=organization, user=member, defaults={"level": Membership.Level.MEMBER}
+    )
+    # Created directly rather than through invite_create, so seeding sends no email.
+    Invite.objects.create(organization=organization, created_by=user, target_email="invitee@example.com")
+    if not Domain.objects.filter(domain="demo.example.com").exists():
+        Domain.objects.create(organization=organization, domain="demo.example.com")
