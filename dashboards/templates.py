@@ -45,11 +45,11 @@ TEMPLATE_SCHEMA = {
                 },
                 "allOf": [
                     {
-                        "if": {"properties": {"type": {"const": "TEXT"}}},
+                        "if": {"required": ["type"], "properties": {"type": {"const": "TEXT"}}},
                         "then": {"required": ["body"], "properties": {"body": {"type": "string"}}},
                     },
                     {
-                        "if": {"properties": {"type": {"const": "INSIGHT"}}},
+                        "if": {"required": ["type"], "properties": {"type": {"const": "INSIGHT"}}},
                         "then": {"required": ["query"], "properties": {"query": {"type": "object"}}},
                     },
                 ],
