@@ -4,7 +4,7 @@ or tile removal, tile moves, collaborators and the sharing configuration."""
 import copy
 from collections.abc import Iterable
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Max
 
 from dashboards.models import (
@@ -141,10 +141,18 @@ def dashboard_move_tile(*, tile: DashboardTile, to_dashboard: Dashboard) -> Dash
     return tile
 
 
+class DuplicateCollaborator(Exception):
+    """The user became a collaborator between validation and the insert (a concurrent request)."""
+
+
+@transaction.atomic
 def dashboard_collaborator_add(*, dashboard: Dashboard, user, level: int) -> DashboardCollaborator:
     collaborator = DashboardCollaborator(dashboard=dashboard, user=user, level=level)
-    collaborator.full_clean()
-    collaborator.save()
+    try:
+        with transaction.atomic():
+            collaborator.save()
+    except IntegrityError as error:
+        raise DuplicateCollaborator(str(user.pk)) from error
     return collaborator
 
 

@@ -3,6 +3,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import exceptions, mixins, status
 from rest_framework.decorators import action
+from rest_framework.exceptions import ErrorDetail
 from rest_framework.response import Response
 
 from dashboards.filters import DashboardFilterSet
@@ -16,6 +17,7 @@ from dashboards.serializers import (
     TemplateJSONSerializer,
 )
 from dashboards.services import (
+    DuplicateCollaborator,
     dashboard_collaborator_add,
     dashboard_create,
     dashboard_move_tile,
@@ -225,7 +227,12 @@ class DashboardCollaboratorViewSet(
 
     def perform_create(self, serializer):
         data = serializer.validated_data
-        collaborator = dashboard_collaborator_add(dashboard=self.dashboard, user=data["user"], level=data["level"])
+        try:
+            collaborator = dashboard_collaborator_add(dashboard=self.dashboard, user=data["user"], level=data["level"])
+        except DuplicateCollaborator as error:
+            raise exceptions.ValidationError(
+                {"user_uuid": [ErrorDetail("This user is already a collaborator on this dashboard.", "unique")]}
+            ) from error
         serializer.instance = collaborator
         self.log_activity(collaborator, "created", after=self.snapshot(collaborator))
 

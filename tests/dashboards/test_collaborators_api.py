@@ -208,3 +208,24 @@ def test_collaborators_of_a_soft_deleted_or_unknown_dashboard_are_a_404(key_clie
 
     assert client.get(collaborators_url(project, deleted)).status_code == 404
     assert client.get(f"/api/projects/{project.pk}/dashboards/abc/collaborators/").status_code == 404
+
+
+def test_add_turns_a_concurrent_duplicate_into_a_400(key_client, project, restricted, bob, monkeypatch):
+    from dashboards.serializers import DashboardCollaboratorSerializer
+
+    original = DashboardCollaboratorSerializer.validate
+
+    def validate_then_race(self, attrs):
+        attrs = original(self, attrs)
+        DashboardCollaboratorFactory(dashboard=restricted, user=bob)  # another request wins the race
+        return attrs
+
+    monkeypatch.setattr(DashboardCollaboratorSerializer, "validate", validate_then_race)
+
+    response = key_client("dashboard:write").post(
+        collaborators_url(project, restricted), {"level": 37, "user_uuid": str(bob.uuid)}, format="json"
+    )
+
+    assert response.status_code == 400
+    assert response.json()["code"] == "unique"
+    assert DashboardCollaborator.objects.count() == 1

@@ -556,3 +556,19 @@ class TestDelete:
         response = key_client("dashboard:write").delete(f"{dashboards_url(project)}999999/")
 
         assert response.status_code == 404
+
+
+class TestActivityLog:
+    def test_create_and_patch_are_recorded_with_before_and_after(self, key_client, project, alice):
+        from workspace.models import ActivityLog
+
+        client = key_client("dashboard:write")
+        created = client.post(dashboards_url(project), {"name": "Logged"}, format="json").json()
+        client.patch(f"{dashboards_url(project)}{created['id']}/", {"deleted": True}, format="json")
+
+        entries = list(ActivityLog.objects.filter(scope="Dashboard", item_id=str(created["id"])).order_by("id"))
+        assert [entry.activity for entry in entries] == ["created", "updated"]
+        assert entries[0].project_id == project.pk
+        assert entries[1].detail["before"]["deleted"] is False
+        assert entries[1].detail["after"]["deleted"] is True
+        assert entries[1].api_key_mask
