@@ -32,6 +32,7 @@ def clean_tags(tags: Iterable[str]) -> list[str]:
 
 
 def dashboard_set_tags(*, dashboard: Dashboard, tags: Iterable[str]) -> None:
+    """Make the dashboard's tags exactly `tags`, keeping the rows (and so the order) of tags it already has."""
     wanted = clean_tags(tags)
     dashboard.tag_rows.exclude(name__in=wanted).delete()
     existing = set(dashboard.tag_rows.values_list("name", flat=True))
@@ -48,10 +49,11 @@ def _template_tiles(template: dict) -> list[DashboardTile]:
                 type=tile["type"].lower(),
                 name=tile.get("name", ""),
                 description=tile.get("description", ""),
-                query=tile.get("query"),
-                filters=tile.get("filters"),
+                # Deep copies: bundled templates are cached and shared between requests.
+                query=copy.deepcopy(tile.get("query")),
+                filters=copy.deepcopy(tile.get("filters")),
                 body=tile.get("body"),
-                layouts=tile.get("layouts", {}),
+                layouts=copy.deepcopy(tile.get("layouts", {})),
                 color=tile.get("color"),
                 order=order,
             )
@@ -147,6 +149,7 @@ class DuplicateCollaborator(Exception):
 
 @transaction.atomic
 def dashboard_collaborator_add(*, dashboard: Dashboard, user, level: int) -> DashboardCollaborator:
+    """Add a collaborator the serializer has vetted; the unique constraint is the last guard against a race."""
     collaborator = DashboardCollaborator(dashboard=dashboard, user=user, level=level)
     try:
         with transaction.atomic():
