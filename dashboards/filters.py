@@ -9,7 +9,13 @@ class CharInFilter(django_filters.BaseInFilter, django_filters.CharFilter):
 
 
 class DashboardFilterSet(django_filters.FilterSet):
-    pinned = django_filters.BooleanFilter(field_name="pinned", label="Only pinned (true) or unpinned (false)")
+    # A choice rather than BooleanFilter, which silently ignores values it cannot read ("maybe" → no filter).
+    pinned = django_filters.TypedChoiceFilter(
+        field_name="pinned",
+        choices=[("true", "true"), ("false", "false")],
+        coerce=lambda value: value == "true",
+        label="Only pinned (true) or unpinned (false)",
+    )
     tags = CharInFilter(method="filter_tags", label="Dashboards carrying every one of these tags")
     search = django_filters.CharFilter(method="filter_search", label="Text in the name or the description")
     created_by = django_filters.UUIDFilter(field_name="created_by__uuid", label="UUID of the creator")

@@ -155,11 +155,14 @@ class TestList:
 
     def test_list_filters_by_pinned(self, key_client, project, alice):
         pinned = DashboardFactory(project=project, pinned=True)
-        DashboardFactory(project=project, pinned=False)
+        unpinned = DashboardFactory(project=project, pinned=False)
+        client = key_client("dashboard:read")
 
-        response = key_client("dashboard:read").get(dashboards_url(project), {"pinned": "true"})
+        only_pinned = client.get(dashboards_url(project), {"pinned": "true"})
+        only_unpinned = client.get(dashboards_url(project), {"pinned": "false"})
 
-        assert [item["id"] for item in response.json()["results"]] == [pinned.pk]
+        assert [item["id"] for item in only_pinned.json()["results"]] == [pinned.pk]
+        assert [item["id"] for item in only_unpinned.json()["results"]] == [unpinned.pk]
 
     def test_list_filters_by_every_given_tag(self, key_client, project, alice):
         both = DashboardFactory(project=project, name="both", tags=["a", "b"])
@@ -572,3 +575,43 @@ class TestActivityLog:
         assert entries[1].detail["before"]["deleted"] is False
         assert entries[1].detail["after"]["deleted"] is True
         assert entries[1].api_key_mask
+
+
+class TestTenancy:
+    def test_a_key_scoped_to_another_organization_sees_a_404(self, key_client, project, other_organization, alice):
+        dashboard = DashboardFactory(project=project, created_by=alice)
+        client = key_client("dashboard:read", scoped_organizations=[str(other_organization.pk)])
+
+        assert client.get(dashboards_url(project)).status_code == 404
+        assert client.get(dashboards_url(project, dashboard)).status_code == 404
+
+    def test_charlie_cannot_reach_alices_dashboards_by_any_route(self, key_client, project, charlie, alice):
+        dashboard = DashboardFactory(project=project, created_by=alice)
+        client = key_client("*", user=charlie)
+        base = dashboards_url(project, dashboard)
+
+        responses = [
+            client.get(dashboards_url(project)),
+            client.get(base),
+            client.patch(base, {"name": "Mine now"}, format="json"),
+            client.delete(base),
+            client.get(f"{base}collaborators/"),
+            client.get(f"{base}sharing/"),
+        ]
+
+        assert [response.status_code for response in responses] == [404] * 6
+        dashboard.refresh_from_db()
+        assert dashboard.name != "Mine now"
+
+    def test_the_current_project_alias_works(self, key_client, project, alice):
+        dashboard = DashboardFactory(project=project, created_by=alice)
+
+        response = key_client("dashboard:read").get("/api/projects/@current/dashboards/")
+
+        assert [item["id"] for item in response.json()["results"]] == [dashboard.pk]
+
+    def test_an_invalid_pinned_filter_is_a_400(self, key_client, project, alice):
+        response = key_client("dashboard:read").get(dashboards_url(project), {"pinned": "maybe"})
+
+        assert response.status_code == 400
+        assert response.json()["attr"] == "pinned"
