@@ -1,6 +1,25 @@
 """Routes under /api/projects/{project_id}/."""
 
+from django.urls import re_path
+
+from dashboards.views import DashboardCollaboratorViewSet, DashboardSharingViewSet, DashboardViewSet
 from workspace.api.routers import OptionalSlashRouter
 
 router = OptionalSlashRouter()
-urlpatterns = router.urls
+router.register("dashboards", DashboardViewSet, basename="project-dashboards")
+# /api/projects/{project_id}/dashboards/{dashboard_id}/collaborators/[{user__uuid}/]
+router.register(
+    r"dashboards/(?P<dashboard_id>[^/.]+)/collaborators",
+    DashboardCollaboratorViewSet,
+    basename="project-dashboard-collaborators",
+)
+
+urlpatterns = [
+    *router.urls,
+    # A single object rather than a list, so it is mapped by hand instead of registered on the router.
+    re_path(
+        r"^dashboards/(?P<dashboard_id>[^/.]+)/sharing/?$",
+        DashboardSharingViewSet.as_view({"get": "retrieve"}),
+        name="project-dashboard-sharing-detail",
+    ),
+]

@@ -209,6 +209,8 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "SCHEMA_PATH_PREFIX": "/api/",
     "SECURITY": [{"PersonalAPIKeyAuth": []}],
+    # Dashboard restriction, privilege and collaborator levels share one choice set.
+    "ENUM_NAME_OVERRIDES": {"DashboardRestrictionLevel": "dashboards.models.RestrictionLevel"},
 }
 
 LOGGING = {

@@ -1,0 +1,89 @@
+"""Bundled dashboard templates (JSON files in `dashboard_templates/`) and the JSON Schema they follow.
+
+A template is also the body of `create_from_template_json` (under `"template"`), so both paths share one
+schema and one service.
+"""
+
+import json
+from functools import cache
+from pathlib import Path
+
+import jsonschema
+
+TEMPLATES_DIR = Path(__file__).resolve().parent / "dashboard_templates"
+
+LAYOUT_SCHEMA = {
+    "type": "object",
+    "required": ["x", "y", "w", "h"],
+    "properties": {key: {"type": "integer", "minimum": 0} for key in ("x", "y", "w", "h")},
+}
+
+TEMPLATE_SCHEMA = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "required": ["template_name", "dashboard_description", "dashboard_filters", "tiles"],
+    "properties": {
+        "template_name": {"type": "string", "minLength": 1, "maxLength": 400},
+        "dashboard_description": {"type": "string"},
+        "dashboard_filters": {"type": "object"},
+        "tags": {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 128}},
+        "tiles": {
+            "type": "array",
+            "minItems": 1,
+            "items": {
+                "type": "object",
+                "required": ["type"],
+                "properties": {
+                    "type": {"enum": ["INSIGHT", "TEXT"]},
+                    "name": {"type": "string", "maxLength": 400},
+                    "description": {"type": "string"},
+                    "query": {"type": ["object", "null"]},
+                    "filters": {"type": ["object", "null"]},
+                    "body": {"type": ["string", "null"]},
+                    "layouts": {"type": "object", "additionalProperties": LAYOUT_SCHEMA},
+                    "color": {"type": ["string", "null"], "maxLength": 32},
+                },
+                "allOf": [
+                    {
+                        "if": {"required": ["type"], "properties": {"type": {"const": "TEXT"}}},
+                        "then": {"required": ["body"], "properties": {"body": {"type": "string"}}},
+                    },
+                    {
+                        "if": {"required": ["type"], "properties": {"type": {"const": "INSIGHT"}}},
+                        "then": {"required": ["query"], "properties": {"query": {"type": "object"}}},
+                    },
+                ],
+            },
+        },
+    },
+}
+
+VALIDATOR = jsonschema.Draft202012Validator(TEMPLATE_SCHEMA)
+
+
+class TemplateError(ValueError):
+    """A template document that does not follow TEMPLATE_SCHEMA; `path` locates the problem."""
+
+    def __init__(self, message: str, path: tuple[str, ...]):
+        super().__init__(message)
+        self.message = message
+        self.path = path
+
+
+def validate_template(document) -> dict:
+    """Return the document if it follows the schema, else raise TemplateError for the most relevant error."""
+    error = jsonschema.exceptions.best_match(VALIDATOR.iter_errors(document))
+    if error is not None:
+        location = "/".join(str(part) for part in error.absolute_path)
+        message = f"{location}: {error.message}" if location else error.message
+        raise TemplateError(message, tuple(str(part) for part in error.absolute_path))
+    return document
+
+
+@cache
+def bundled_templates() -> dict[str, dict]:
+    """Templates by slug (the file name without `.json`), validated once when first used."""
+    templates = {}
+    for path in sorted(TEMPLATES_DIR.glob("*.json")):
+        templates[path.stem] = validate_template(json.loads(path.read_text(encoding="utf-8")))
+    return templates

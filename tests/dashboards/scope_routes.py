@@ -1,0 +1,68 @@
+import uuid
+
+from dashboards.templates import bundled_templates
+from organizations.models import Membership
+from tests.dashboards.factories import DashboardCollaboratorFactory, DashboardFactory, DashboardTileFactory
+from tests.organizations.factories import MembershipFactory
+from tests.scope_matrix import Route
+from tests.workspace.factories import UserFactory
+
+# Bodies are static, so the objects they name get fixed keys in make_objects.
+TILE_ID = 900_001
+TARGET_DASHBOARD_ID = 900_002
+NEW_COLLABORATOR_UUID = uuid.UUID("5b1f0c2e-0000-4000-8000-000000000001")
+
+BASE = "/api/projects/{project_id}/dashboards"
+ROUTES = [
+    Route("GET", f"{BASE}/", "dashboard:read", 200),
+    Route("POST", f"{BASE}/", "dashboard:write", 201, {"name": "New dashboard"}),
+    Route("GET", f"{BASE}/{{dashboard_id}}/", "dashboard:read", 200),
+    Route("PATCH", f"{BASE}/{{dashboard_id}}/", "dashboard:write", 200, {"name": "Renamed"}),
+    Route("DELETE", f"{BASE}/{{dashboard_id}}/", "dashboard:write", 405),
+    Route(
+        "PATCH",
+        f"{BASE}/{{dashboard_id}}/move_tile/",
+        "dashboard:write",
+        200,
+        {"tile": {"id": TILE_ID}, "toDashboard": TARGET_DASHBOARD_ID},
+    ),
+    Route(
+        "POST",
+        f"{BASE}/create_from_template_json/",
+        "dashboard:write",
+        200,
+        {"template": bundled_templates()["website-traffic"]},
+    ),
+    Route("GET", f"{BASE}/{{restricted_dashboard_id}}/collaborators/", "dashboard:read", 200),
+    Route(
+        "POST",
+        f"{BASE}/{{restricted_dashboard_id}}/collaborators/",
+        "dashboard:write",
+        201,
+        {"level": 37, "user_uuid": str(NEW_COLLABORATOR_UUID)},
+    ),
+    Route(
+        "DELETE",
+        f"{BASE}/{{restricted_dashboard_id}}/collaborators/{{collaborator_uuid}}/",
+        "dashboard:write",
+        204,
+    ),
+    Route("GET", f"{BASE}/{{dashboard_id}}/sharing/", "sharing_configuration:read", 200),
+]
+
+
+def make_objects(*, user, organization, project) -> dict:
+    dashboard = DashboardFactory(project=project, created_by=user)
+    DashboardTileFactory(dashboard=dashboard, pk=TILE_ID)
+    DashboardFactory(project=project, created_by=user, pk=TARGET_DASHBOARD_ID)
+    restricted = DashboardFactory(project=project, created_by=user, restriction_level=37)
+    newcomer = UserFactory(uuid=NEW_COLLABORATOR_UUID)
+    MembershipFactory(user=newcomer, organization=organization, level=Membership.Level.MEMBER)
+    collaborator = UserFactory()
+    MembershipFactory(user=collaborator, organization=organization, level=Membership.Level.MEMBER)
+    DashboardCollaboratorFactory(dashboard=restricted, user=collaborator)
+    return {
+        "dashboard_id": dashboard.pk,
+        "restricted_dashboard_id": restricted.pk,
+        "collaborator_uuid": collaborator.uuid,
+    }
