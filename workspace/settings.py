@@ -210,7 +210,11 @@ SPECTACULAR_SETTINGS = {
     "SCHEMA_PATH_PREFIX": "/api/",
     "SECURITY": [{"PersonalAPIKeyAuth": []}],
     # Dashboard restriction, privilege and collaborator levels share one choice set.
-    "ENUM_NAME_OVERRIDES": {"DashboardRestrictionLevel": "dashboards.models.RestrictionLevel"},
+    # Enum component names as the reference API publishes them, for clients generated from either schema.
+    "ENUM_NAME_OVERRIDES": {
+        "DashboardRestrictionLevel": "dashboards.models.RestrictionLevel",
+        "OrganizationMembershipLevel": "organizations.models.Membership.Level",
+    },
 }
 
 LOGGING = {
