@@ -149,8 +149,9 @@ class DashboardViewSet(
     )
     def destroy(self, request, *args, **kwargs):
         self.get_object()
-        # The contract asks for an empty body here, unlike every other error.
-        return Response(status=status.HTTP_405_METHOD_NOT_ALLOWED)
+        # The contract asks for an empty body here, unlike every other error; Allow lists what is offered.
+        allowed = [method for method in self.allowed_methods if method != "DELETE"]
+        return Response(status=status.HTTP_405_METHOD_NOT_ALLOWED, headers={"Allow": ", ".join(allowed)})
 
     @extend_schema(parameters=[PROJECT_ID], request=MoveTileSerializer, responses=DashboardSerializer)
     @action(detail=True, methods=["patch"], required_scopes=["dashboard:write"])

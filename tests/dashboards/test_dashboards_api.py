@@ -552,6 +552,7 @@ class TestDelete:
 
         assert response.status_code == 405
         assert response.content == b""
+        assert "DELETE" not in response["Allow"] and "PATCH" in response["Allow"]
         assert Dashboard.objects.filter(pk=dashboard.pk).values().get() == before
         assert dashboard.tiles.count() == 1
 
