@@ -6,16 +6,8 @@ from dashboards.models import Dashboard, DashboardCollaborator, DashboardTile, R
 from dashboards.services import clean_tags
 from dashboards.templates import TemplateError, bundled_templates, validate_template
 from organizations.models import Membership
+from workspace.api.fields import StrictIntegerChoiceField
 from workspace.serializers import UserBasicSerializer
-
-
-class StrictIntegerChoiceField(serializers.ChoiceField):
-    """An integer enum that accepts the integer only: `"21"`, `21.0` or `true` are refused (DECISIONS.md §3)."""
-
-    def to_internal_value(self, data):
-        if isinstance(data, bool) or not isinstance(data, int):
-            self.fail("invalid_choice", input=data)
-        return super().to_internal_value(data)
 
 
 class RestrictionLevelField(StrictIntegerChoiceField):

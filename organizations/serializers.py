@@ -6,6 +6,7 @@ from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail
 
 from organizations.models import Domain, Invite, Membership, Organization, Project
+from workspace.api.fields import StrictIntegerChoiceField
 from workspace.serializers import UserBasicSerializer
 
 MAX_BULK_INVITES = 20
@@ -73,16 +74,11 @@ class ProjectSerializer(serializers.ModelSerializer):
         read_only_fields = ["id", "uuid", "organization", "created_at", "updated_at"]
 
 
-class LevelField(serializers.ChoiceField):
-    """A membership level: the integer 1, 8 or 15 only (no strings, booleans or floats)."""
+class LevelField(StrictIntegerChoiceField):
+    """A membership level: the integer 1, 8 or 15 only."""
 
     def __init__(self, **kwargs):
         super().__init__(choices=Membership.Level.choices, **kwargs)
-
-    def to_internal_value(self, data):
-        if isinstance(data, bool) or not isinstance(data, int):
-            self.fail("invalid_choice", input=data)
-        return super().to_internal_value(data)
 
 
 # Named as in the reference API, so that clients generated from it find the same components.
