@@ -187,10 +187,19 @@ class PluginWithSourceSerializer(PluginSerializer):
         return {file.filename: file.source for file in plugin.source_files.all()}
 
 
+class SourceTextField(serializers.CharField):
+    """A file's text: a JSON string, never a number or a list turned into one."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
 class PluginSourceFilesField(serializers.DictField):
     """The body of update_source: `{filename: text}`, where a null text deletes that file."""
 
-    child = serializers.CharField(allow_null=True, allow_blank=True, trim_whitespace=False)
+    child = SourceTextField(allow_null=True, allow_blank=True, trim_whitespace=False)
 
     def to_internal_value(self, data):
         files = super().to_internal_value(data)
