@@ -7,6 +7,7 @@ from rest_framework.response import Response
 
 from organizations.models import Organization
 from pipelines.destinations import public_config
+from pipelines.filters import BatchExportFilterSet, PluginFilterSet
 from pipelines.models import BatchExport, BatchExportRun, Plugin, PluginConfig
 from pipelines.serializers import (
     LATEST_RUNS,
@@ -52,6 +53,7 @@ class BatchExportViewSet(
     scope_object = "batch_export"
     activity_scope = "BatchExport"
     serializer_class = BatchExportSerializer
+    filterset_class = BatchExportFilterSet
     queryset = BatchExport.objects.none()
 
     def get_queryset(self):
@@ -121,7 +123,11 @@ class BatchExportViewSet(
 
     @extend_schema(responses=BatchExportRunSerializer(many=True), summary="Runs of the export, newest first")
     @action(
-        detail=True, methods=["get"], required_scopes=["batch_export:read"], serializer_class=BatchExportRunSerializer
+        detail=True,
+        methods=["get"],
+        required_scopes=["batch_export:read"],
+        serializer_class=BatchExportRunSerializer,
+        filter_backends=[],
     )
     def runs(self, request, *args, **kwargs):
         batch_export = self.get_object()
@@ -147,6 +153,7 @@ class PluginViewSet(
     scope_object = "plugin"
     activity_scope = PLUGIN_ACTIVITY_SCOPE
     serializer_class = PluginSerializer
+    filterset_class = PluginFilterSet
     queryset = Plugin.objects.none()
     collection: str = ""
 

@@ -410,3 +410,28 @@ class TestQueryCounts:
         assert response.status_code == 200
         assert response.json()["count"] == exports
         assert all(len(item["latest_runs"]) == 2 for item in response.json()["results"])
+
+
+class TestFiltersAndPaths:
+    def test_list_filters(self, key_client, organization, project):
+        paused = BatchExportFactory(project=project, paused=True, interval="day")
+        running = BatchExportFactory(project=project, destination_type="NoOp", destination_config={})
+        client = key_client("batch_export:read")
+
+        def ids(**params):
+            return [item["id"] for item in client.get(exports_url(organization), params).json()["results"]]
+
+        assert ids(paused="true") == [str(paused.id)]
+        assert ids(paused="false") == [str(running.id)]
+        assert ids(interval="day") == [str(paused.id)]
+        assert ids(destination_type="NoOp") == [str(running.id)]
+        response = client.get(exports_url(organization), {"interval": "fortnight"})
+        assert response.status_code == 400
+        assert response.json()["attr"] == "interval"
+
+    def test_paths_work_without_the_trailing_slash(self, client, organization, project):
+        response = client.post(exports_url(organization).rstrip("/"), new_export("NoOp"), format="json")
+        assert response.status_code == 201
+        detail = export_url(organization, response.json()["id"]).rstrip("/")
+        assert client.get(detail).status_code == 200
+        assert client.post(detail + "/pause").status_code == 200

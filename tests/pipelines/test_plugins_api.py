@@ -227,3 +227,19 @@ class TestQueryCounts:
         with django_assert_num_queries(4):
             response = client.get(plugins_url(organization, route))
         assert response.json()["count"] == plugins
+
+
+def test_list_filters(key_client, organization):
+    local = PluginFactory(organization=organization, plugin_type="local")
+    global_plugin = PluginFactory(organization=organization, plugin_type="source", is_global=True)
+    client = key_client("plugin:read")
+
+    def ids(**params):
+        return [
+            item["id"]
+            for item in client.get(plugins_url(organization, "pipeline_destinations"), params).json()["results"]
+        ]
+
+    assert ids(plugin_type="local") == [local.pk]
+    assert ids(is_global="true") == [global_plugin.pk]
+    assert client.get(plugins_url(organization, "pipeline_destinations"), {"plugin_type": "x"}).status_code == 400
