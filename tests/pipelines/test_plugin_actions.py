@@ -262,3 +262,24 @@ class TestListActions:
         assert page.json()["count"] == 2
         assert len(page.json()["results"]) == 1
         assert page.json()["next"] is not None
+
+
+class TestQueryCounts:
+    @pytest.mark.parametrize("rows", [1, 30])
+    def test_list_actions_are_flat(self, key_client, alice, organization, project, rows, django_assert_num_queries):
+        for plugin in PluginFactory.create_batch(rows, organization=organization):
+            PluginConfigFactory(plugin=plugin, project=project, enabled=True)
+            ActivityLog.objects.create(
+                user=alice, organization_id=organization.id, scope="Plugin", item_id=str(plugin.pk), activity="created"
+            )
+        client = key_client("plugin:read")
+        client.get(base_url(organization))  # the key's first use writes last_used_at
+        # key (+user), membership (+organization), COUNT, page of entries (+user join)
+        with django_assert_num_queries(4):
+            assert client.get(base_url(organization) + "activity/").json()["count"] == rows
+        # key (+user), membership (+organization), enabled configurations (+plugin join)
+        with django_assert_num_queries(3):
+            assert len(client.get(base_url(organization) + "exports_unsubscribe_configs/").json()) == rows
+        # key (+user), membership (+organization), ids of plugins without an enabled configuration
+        with django_assert_num_queries(3):
+            assert client.get(base_url(organization) + "unused/").json() == []
