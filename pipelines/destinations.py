@@ -1,0 +1,133 @@
+"""What each batch-export destination type needs in its `config`, and which of its keys are secrets."""
+
+from dataclasses import dataclass, field
+
+from rest_framework.exceptions import ErrorDetail
+
+# Config keys that are stored but never returned by the API nor written to the activity log.
+SECRET_KEYS = frozenset(
+    {
+        "aws_secret_access_key",
+        "aws_session_token",
+        "password",
+        "private_key",
+        "private_key_id",
+        "private_key_passphrase",
+        "token",
+        "secret",
+        "api_key",
+    }
+)
+
+S3_FILE_FORMATS = {
+    # file format -> compressions it supports (None means uncompressed)
+    "JSONLines": {None, "gzip", "brotli"},
+    "Parquet": {None, "gzip", "brotli", "zstd", "lz4", "snappy"},
+}
+
+
+@dataclass(frozen=True)
+class DestinationSpec:
+    required: tuple[str, ...] = ()
+    strings: tuple[str, ...] = ()  # keys whose value, when present, must be a string
+    integers: tuple[str, ...] = ()
+    booleans: tuple[str, ...] = ()
+    lists: tuple[str, ...] = ()
+    one_of: tuple[tuple[str, ...], ...] = field(default=())  # at least one key of each group must be present
+
+
+_EVENT_FILTERS = ("exclude_events", "include_events")
+
+DESTINATIONS: dict[str, DestinationSpec] = {
+    "S3": DestinationSpec(
+        required=("bucket_name", "region", "aws_access_key_id", "aws_secret_access_key"),
+        strings=(
+            "bucket_name",
+            "region",
+            "prefix",
+            "aws_access_key_id",
+            "aws_secret_access_key",
+            "endpoint_url",
+            "kms_key_id",
+            "encryption",
+        ),
+        lists=_EVENT_FILTERS,
+    ),
+    "Snowflake": DestinationSpec(
+        required=("account", "database", "warehouse", "user", "schema", "table_name"),
+        strings=("account", "database", "warehouse", "user", "password", "private_key", "schema", "table_name", "role"),
+        lists=_EVENT_FILTERS,
+        one_of=(("password", "private_key"),),
+    ),
+    "Postgres": DestinationSpec(
+        required=("host", "database", "user", "password", "schema", "table_name"),
+        strings=("host", "database", "user", "password", "schema", "table_name"),
+        integers=("port",),
+        booleans=("has_self_signed_cert",),
+        lists=_EVENT_FILTERS,
+    ),
+    "Redshift": DestinationSpec(
+        required=("host", "database", "user", "password", "schema", "table_name"),
+        strings=("host", "database", "user", "password", "schema", "table_name", "properties_data_type"),
+        integers=("port",),
+        lists=_EVENT_FILTERS,
+    ),
+    "BigQuery": DestinationSpec(
+        required=("project_id", "dataset_id", "table_id", "private_key", "private_key_id", "token_uri", "client_email"),
+        strings=("project_id", "dataset_id", "table_id", "private_key", "private_key_id", "token_uri", "client_email"),
+        booleans=("use_json_type",),
+        lists=_EVENT_FILTERS,
+    ),
+    "HTTP": DestinationSpec(required=("url", "token"), strings=("url", "token"), lists=_EVENT_FILTERS),
+    "NoOp": DestinationSpec(),
+}
+
+
+def public_config(config: dict | None) -> dict:
+    """The config without its secrets: what responses and the activity log show."""
+    return {key: value for key, value in (config or {}).items() if key not in SECRET_KEYS}
+
+
+def config_errors(destination_type: str, config) -> dict:
+    """Errors of a config for a destination type, as `{"config": ...}` ready to nest under `destination`.
+
+    An empty dict means the config is valid. A problem with one key is reported under that key, so the
+    error's `attr` reads `destination__config__<key>`.
+    """
+    if not isinstance(config, dict):
+        return {"config": [ErrorDetail("Expected an object of configuration values.", code="invalid")]}
+    spec = DESTINATIONS[destination_type]
+    errors: dict[str, list[ErrorDetail]] = {}
+
+    def add(key: str, message: str, code: str = "invalid") -> None:
+        errors.setdefault(key, []).append(ErrorDetail(message, code=code))
+
+    for key in spec.required:
+        if config.get(key) in (None, ""):
+            add(key, f"This field is required for a {destination_type} destination.", "required")
+    for key in spec.strings:
+        if config.get(key) is not None and not isinstance(config[key], str):
+            add(key, "Expected a string.")
+    for key in spec.integers:
+        value = config.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not 0 < value < 65536):
+            add(key, "Expected an integer between 1 and 65535.")
+    for key in spec.booleans:
+        if config.get(key) is not None and not isinstance(config[key], bool):
+            add(key, "Expected a boolean.")
+    for key in spec.lists:
+        value = config.get(key)
+        if value is not None and (not isinstance(value, list) or not all(isinstance(item, str) for item in value)):
+            add(key, "Expected a list of strings.")
+    for group in spec.one_of:
+        if all(config.get(key) in (None, "") for key in group):
+            add(group[0], f"One of {', '.join(group)} is required for a {destination_type} destination.", "required")
+    if destination_type == "S3":
+        file_format = config.get("file_format", "JSONLines")
+        compression = config.get("compression")
+        if file_format not in S3_FILE_FORMATS:
+            add("file_format", f"Unknown file format; use one of: {', '.join(S3_FILE_FORMATS)}.")
+        elif compression not in S3_FILE_FORMATS[file_format]:
+            known = sorted(value for value in S3_FILE_FORMATS[file_format] if value)
+            add("compression", f"Unknown compression for {file_format}; use null or one of: {', '.join(known)}.")
+    return {"config": errors} if errors else {}

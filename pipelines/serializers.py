@@ -1,0 +1,259 @@
+from django.utils.dateparse import parse_datetime
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import exceptions, serializers
+
+from organizations.models import Organization
+from pipelines.destinations import config_errors, public_config
+from pipelines.models import BatchExport, BatchExportRun, Plugin, PluginConfig
+from workspace.models import ActivityLog
+from workspace.serializers import UserBasicSerializer
+
+LATEST_RUNS = 10
+
+
+class BatchExportRunSerializer(serializers.ModelSerializer):
+    batch_export = serializers.UUIDField(source="batch_export_id", read_only=True)
+
+    class Meta:
+        model = BatchExportRun
+        fields = [
+            "id",
+            "status",
+            "records_completed",
+            "latest_error",
+            "data_interval_start",
+            "data_interval_end",
+            "cursor",
+            "created_at",
+            "finished_at",
+            "last_updated_at",
+            "records_total_count",
+            "batch_export",
+        ]
+        read_only_fields = fields
+
+
+@extend_schema_field(OpenApiTypes.OBJECT)
+class DestinationConfigField(serializers.JSONField):
+    """The destination config as stored, minus its secrets when it is shown."""
+
+    def to_representation(self, value):
+        return public_config(value)
+
+
+class BatchExportDestinationSerializer(serializers.Serializer):
+    """`{type, config}`, stored on the export itself as `destination_type` and `destination_config`."""
+
+    type = serializers.ChoiceField(source="destination_type", choices=BatchExport.DestinationType.choices)
+    config = DestinationConfigField(source="destination_config", required=False)
+
+    class Meta:
+        ref_name = "BatchExportDestination"
+
+
+class BatchExportSerializer(serializers.ModelSerializer):
+    team_id = serializers.IntegerField(source="project_id", read_only=True)
+    destination = BatchExportDestinationSerializer(source="*")
+    hogql_query = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
+    latest_runs = serializers.SerializerMethodField()
+    schema = serializers.JSONField(read_only=True, allow_null=True)
+
+    class Meta:
+        model = BatchExport
+        fields = [
+            "id",
+            "team_id",
+            "name",
+            "destination",
+            "interval",
+            "paused",
+            "created_at",
+            "last_updated_at",
+            "last_paused_at",
+            "start_at",
+            "end_at",
+            "latest_runs",
+            "hogql_query",
+            "schema",
+        ]
+        read_only_fields = ["id", "team_id", "created_at", "last_updated_at", "latest_runs", "schema"]
+
+    @extend_schema_field(BatchExportRunSerializer(many=True))
+    def get_latest_runs(self, batch_export: BatchExport):
+        runs = getattr(batch_export, "prefetched_latest_runs", None)
+        if runs is None:
+            runs = batch_export.runs.order_by(*BatchExportRun.NEWEST_FIRST)[:LATEST_RUNS]
+        return BatchExportRunSerializer(runs, many=True).data
+
+    def validate(self, attrs):
+        instance = self.instance
+        if "destination_type" in attrs or "destination_config" in attrs:
+            destination_type = attrs.get("destination_type", instance.destination_type if instance else None)
+            config = attrs.get("destination_config", {} if instance is None else None)
+            same_type = instance is not None and destination_type == instance.destination_type
+            if config is None:
+                # Only the type was sent: keep the config when the type is unchanged, else start empty.
+                config = dict(instance.destination_config) if same_type else {}
+            elif same_type and isinstance(config, dict):
+                # PATCH merges config keys, so secrets the client never sees survive an edit.
+                config = {**instance.destination_config, **config}
+            errors = config_errors(destination_type, config)
+            if errors:
+                raise serializers.ValidationError({"destination": errors})
+            attrs["destination_type"] = destination_type
+            attrs["destination_config"] = config
+        start_at = attrs.get("start_at", getattr(instance, "start_at", None))
+        end_at = attrs.get("end_at", getattr(instance, "end_at", None))
+        if start_at is not None and end_at is not None and start_at >= end_at:
+            raise serializers.ValidationError({"end_at": ["end_at must be after start_at."]}, code="invalid")
+        return attrs
+
+
+class AwareDateTimeField(serializers.DateTimeField):
+    """An ISO 8601 date-time that must carry its timezone; a naive one is ambiguous and refused."""
+
+    default_error_messages = {"naive": "Give a timezone (e.g. 2024-01-01T00:00:00Z); naive date-times are refused."}
+
+    def to_internal_value(self, value):
+        if isinstance(value, str):
+            parsed = parse_datetime(value.strip())
+            if parsed is not None and parsed.tzinfo is None:
+                self.fail("naive")
+        return super().to_internal_value(value)
+
+
+class BatchExportBackfillSerializer(serializers.Serializer):
+    start_at = AwareDateTimeField()
+    end_at = AwareDateTimeField()
+
+    def validate(self, attrs):
+        if attrs["start_at"] >= attrs["end_at"]:
+            raise serializers.ValidationError({"end_at": ["end_at must be after start_at."]}, code="invalid")
+        return attrs
+
+
+class PluginSerializer(serializers.ModelSerializer):
+    plugin_type = serializers.ChoiceField(
+        choices=Plugin.PluginType.choices, allow_null=True, allow_blank=True, required=False
+    )
+    organization_id = serializers.UUIDField(read_only=True, allow_null=True)
+    organization_name = serializers.CharField(source="organization.name", read_only=True)
+    config_schema = serializers.JSONField(required=False, allow_null=True)
+    capabilities = serializers.JSONField(required=False, allow_null=True)
+    metrics = serializers.JSONField(required=False, allow_null=True)
+    public_jobs = serializers.JSONField(required=False, allow_null=True)
+
+    class Meta:
+        model = Plugin
+        fields = [
+            "id",
+            "plugin_type",
+            "name",
+            "description",
+            "url",
+            "icon",
+            "config_schema",
+            "tag",
+            "latest_tag",
+            "is_global",
+            "organization_id",
+            "organization_name",
+            "capabilities",
+            "metrics",
+            "public_jobs",
+        ]
+        read_only_fields = ["id", "url", "latest_tag", "organization_id", "organization_name"]
+
+    def validate_is_global(self, value: bool) -> bool:
+        current = self.instance.is_global if self.instance is not None else False
+        if value != current and self.context.get("plugins_access_level", 0) < Organization.PluginsAccessLevel.ROOT:
+            # A permission problem, not a bad value: 403 whatever else the body holds.
+            raise exceptions.PermissionDenied(
+                "Only organizations with the root plugin access level can make a plugin global or not."
+            )
+        return value
+
+
+class PluginWithSourceSerializer(PluginSerializer):
+    source = serializers.SerializerMethodField()
+
+    class Meta(PluginSerializer.Meta):
+        fields = [*PluginSerializer.Meta.fields, "source"]
+        read_only_fields = [*PluginSerializer.Meta.read_only_fields, "source"]
+
+    @extend_schema_field({"type": "object", "additionalProperties": {"type": "string"}})
+    def get_source(self, plugin: Plugin) -> dict:
+        return {file.filename: file.source for file in plugin.source_files.all()}
+
+
+class SourceTextField(serializers.CharField):
+    """A file's text: a JSON string, never a number or a list turned into one."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class PluginSourceFilesField(serializers.DictField):
+    """The body of update_source: `{filename: text}`, where a null text deletes that file."""
+
+    child = SourceTextField(allow_null=True, allow_blank=True, trim_whitespace=False)
+
+    def to_internal_value(self, data):
+        files = super().to_internal_value(data)
+        for filename in files:
+            if not filename.strip() or len(filename) > 200:
+                raise serializers.ValidationError({filename: ["A filename is 1 to 200 characters long."]})
+        return files
+
+
+def secret_config_keys(config_schema) -> set[str]:
+    """Keys a plugin's config schema marks `"secret": true`."""
+    if not isinstance(config_schema, list):
+        return set()
+    return {item["key"] for item in config_schema if isinstance(item, dict) and item.get("secret") and "key" in item}
+
+
+class PluginConfigSerializer(serializers.ModelSerializer):
+    """An enabled plugin configuration, as listed by exports_unsubscribe_configs (secret values left out)."""
+
+    plugin = serializers.IntegerField(source="plugin_id", read_only=True)
+    plugin_name = serializers.CharField(source="plugin.name", read_only=True)
+    team_id = serializers.IntegerField(source="project_id", read_only=True)
+    config = serializers.SerializerMethodField()
+
+    class Meta:
+        model = PluginConfig
+        fields = ["id", "plugin", "plugin_name", "team_id", "enabled", "order", "config", "created_at", "updated_at"]
+        read_only_fields = fields
+
+    @extend_schema_field(OpenApiTypes.OBJECT)
+    def get_config(self, plugin_config: PluginConfig) -> dict:
+        secrets = secret_config_keys(plugin_config.plugin.config_schema)
+        return {key: value for key, value in (plugin_config.config or {}).items() if key not in secrets}
+
+
+class PluginActivitySerializer(serializers.ModelSerializer):
+    """One change to a plugin of the organization, from the activity log."""
+
+    user = UserBasicSerializer(read_only=True, allow_null=True)
+
+    class Meta:
+        model = ActivityLog
+        fields = ["id", "created_at", "user", "activity", "scope", "item_id", "detail"]
+        read_only_fields = fields
+
+
+class PluginCatalogueEntrySerializer(serializers.Serializer):
+    """One plugin of the catalogue (the repository action)."""
+
+    name = serializers.CharField()
+    url = serializers.CharField(required=False)
+    description = serializers.CharField(required=False, allow_blank=True)
+    icon = serializers.CharField(required=False, allow_blank=True, allow_null=True)
+    plugin_type = serializers.CharField(required=False)
+    collection = serializers.CharField(required=False)
+    latest_tag = serializers.CharField(required=False, allow_null=True)
+    maintainer = serializers.CharField(required=False, allow_blank=True)

@@ -1,0 +1,70 @@
+import datetime as dt
+
+import factory
+from django.utils import timezone
+
+from pipelines.models import BatchExport, BatchExportRun, Plugin, PluginConfig, PluginSourceFile
+from tests.organizations.factories import OrganizationFactory, ProjectFactory
+
+
+class BatchExportFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = BatchExport
+
+    project = factory.SubFactory(ProjectFactory)
+    name = factory.Sequence(lambda n: f"Export {n}")
+    destination_type = "S3"
+    # A complete S3 config, secret included, so tests can check it never comes back.
+    destination_config = factory.LazyFunction(
+        lambda: {
+            "bucket_name": "my-bucket",
+            "region": "eu-west-1",
+            "prefix": "events/",
+            "aws_access_key_id": "AKIAEXAMPLE",
+            "aws_secret_access_key": "s3-secret-value",
+            "file_format": "JSONLines",
+            "compression": "gzip",
+        }
+    )
+    interval = "hour"
+
+
+class BatchExportRunFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = BatchExportRun
+
+    batch_export = factory.SubFactory(BatchExportFactory)
+    status = BatchExportRun.Status.COMPLETED
+    data_interval_start = factory.LazyFunction(lambda: timezone.now() - dt.timedelta(hours=1))
+    data_interval_end = factory.LazyFunction(timezone.now)
+    records_completed = 10
+
+
+class PluginFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Plugin
+
+    organization = factory.SubFactory(OrganizationFactory)
+    collection = Plugin.Collection.DESTINATION
+    plugin_type = Plugin.PluginType.CUSTOM
+    name = factory.Sequence(lambda n: f"Plugin {n}")
+    tag = "1.0.0"
+
+
+class PluginSourceFileFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = PluginSourceFile
+
+    plugin = factory.SubFactory(PluginFactory)
+    filename = factory.Sequence(lambda n: f"file{n}.ts")
+    source = "export function onEvent() {}\n"
+
+
+class PluginConfigFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = PluginConfig
+
+    plugin = factory.SubFactory(PluginFactory)
+    project = factory.SubFactory(ProjectFactory)
+    enabled = True
+    config = factory.LazyFunction(dict)
