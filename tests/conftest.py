@@ -12,6 +12,7 @@ from rest_framework.test import APIClient
 from apikeys.services import api_key_create
 from organizations.models import Membership
 from tests.organizations.factories import MembershipFactory, OrganizationFactory, ProjectFactory
+from tests.reference_schema import load_reference
 from tests.workspace.factories import UserFactory
 
 
@@ -102,3 +103,9 @@ def _no_real_dns(settings):
     settings.DOMAIN_VERIFICATION_NAMESERVERS = ["127.0.0.1"]
     settings.DOMAIN_VERIFICATION_PORT = 9
     settings.DOMAIN_VERIFICATION_TIMEOUT = 0.2
+
+
+@pytest.fixture(scope="session")
+def reference():
+    """The reference API's component schemas as JSON Schema; see tests/reference_schema.py."""
+    return load_reference()

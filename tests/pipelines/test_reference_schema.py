@@ -1,42 +1,11 @@
 """Our pipeline responses validate against the reference API's published schemas (DECISIONS.md §9)."""
 
-import copy
-import json
-from pathlib import Path
-
-import jsonschema
 import pytest
 
 from tests.pipelines.factories import BatchExportFactory, BatchExportRunFactory, PluginFactory
+from tests.reference_schema import requires_reference, validate
 
-REFERENCE = Path("/work/shared/reference/posthog-openapi-subset.json")
-pytestmark = pytest.mark.skipif(not REFERENCE.exists(), reason="the reference OpenAPI document is not available")
-
-
-def to_json_schema(node):
-    """OpenAPI 3.0 `nullable` becomes JSON Schema's null type; everything else is already JSON Schema."""
-    if isinstance(node, list):
-        return [to_json_schema(item) for item in node]
-    if not isinstance(node, dict):
-        return node
-    node = {key: to_json_schema(value) for key, value in node.items()}
-    if node.pop("nullable", False):
-        if "type" in node and "enum" not in node:
-            node["type"] = [node["type"], "null"]
-        else:
-            node = {"anyOf": [node, {"type": "null"}]}
-    return node
-
-
-@pytest.fixture(scope="module")
-def reference():
-    document = json.loads(REFERENCE.read_text())
-    return {"components": {"schemas": to_json_schema(copy.deepcopy(document["components"]["schemas"]))}}
-
-
-def validate(reference, payload, schema_name: str) -> None:
-    schema = {**reference, "$ref": f"#/components/schemas/{schema_name}"}
-    jsonschema.validate(payload, schema)
+pytestmark = requires_reference
 
 
 def test_batch_export_responses_match_the_reference(reference, key_client, organization, project):
