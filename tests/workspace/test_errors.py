@@ -97,6 +97,15 @@ def test_unexpected_error_is_500_without_a_trace(alice, key_client):
     assert "Traceback" not in body["detail"]
 
 
+@pytest.mark.urls("tests.workspace.urls_failing")
+def test_a_write_that_fails_half_way_leaves_no_trace(alice, key_client):
+    client = key_client("organization:write")
+    client.raise_request_exception = False
+    response = client.post("/api/failing/", {}, format="json")
+    assert_error(response, 500, "server_error", "error")
+    assert not Organization.objects.filter(slug="half-written").exists()
+
+
 @pytest.mark.parametrize("path", ["/api/organizations", "/api/organizations/"])
 def test_trailing_slash_is_optional_without_redirect(alice, key_client, path):
     response = key_client("organization:write").post(path, {"name": "Slash"}, format="json")

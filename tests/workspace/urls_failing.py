@@ -3,6 +3,7 @@
 from django.urls import path
 from rest_framework import mixins
 
+from organizations.models import Organization
 from workspace.api.viewsets import BaseViewSet
 from workspace.urls import urlpatterns as real_urlpatterns
 
@@ -13,5 +14,9 @@ class FailingViewSet(BaseViewSet, mixins.ListModelMixin):
     def list(self, request, *args, **kwargs):
         raise RuntimeError("secret internal detail")
 
+    def create(self, request, *args, **kwargs):
+        Organization.objects.create(name="Half-written", slug="half-written")
+        raise RuntimeError("failed after a write")
 
-urlpatterns = [path("api/failing/", FailingViewSet.as_view({"get": "list"})), *real_urlpatterns]
+
+urlpatterns = [path("api/failing/", FailingViewSet.as_view({"get": "list", "post": "create"})), *real_urlpatterns]

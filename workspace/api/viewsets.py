@@ -2,8 +2,10 @@
 
 import uuid
 
+from django.db import transaction
 from django.db.models import F
 from rest_framework import exceptions, viewsets
+from rest_framework.permissions import SAFE_METHODS
 
 from apikeys.models import PersonalAPIKey
 from organizations.models import Membership, Organization, Project
@@ -60,6 +62,17 @@ class BaseViewSet(viewsets.GenericViewSet):
     http_method_names = ["get", "post", "patch", "delete", "head", "options"]
     activity_scope: str | None = None
     activity_exclude_fields: frozenset[str] = frozenset()
+
+    def dispatch(self, request, *args, **kwargs):
+        """Run every write in one transaction: the change, its side rows and its activity entry land together,
+        and a request that ends in an error response leaves no trace."""
+        if request.method in SAFE_METHODS:
+            return super().dispatch(request, *args, **kwargs)
+        with transaction.atomic():
+            response = super().dispatch(request, *args, **kwargs)
+            if response.status_code >= 400:
+                transaction.set_rollback(True)
+            return response
 
     def get_save_kwargs(self) -> dict:
         """What the URL contributes to a new record (its organization or project)."""
