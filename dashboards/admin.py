@@ -67,6 +67,10 @@ class DashboardAdmin(admin.ModelAdmin):
         count = _set_deleted(self, request, queryset, deleted=True)
         self.message_user(request, f"Soft-deleted {count} dashboard(s).", messages.SUCCESS)
 
+    def has_delete_permission(self, request, obj=None):
+        # Dashboards are only ever soft-deleted (see the actions above), never removed from the database.
+        return False
+
 
 @admin.register(SharingConfiguration)
 class SharingConfigurationAdmin(admin.ModelAdmin):

@@ -32,13 +32,12 @@ def clean_tags(tags: Iterable[str]) -> list[str]:
 
 
 def dashboard_set_tags(*, dashboard: Dashboard, tags: Iterable[str]) -> None:
-    """Make the dashboard's tags exactly `tags`, keeping the rows (and so the order) of tags it already has."""
+    """Make the dashboard's tags exactly `tags`, stored in the order given (rows are ordered by id)."""
     wanted = clean_tags(tags)
-    dashboard.tag_rows.exclude(name__in=wanted).delete()
-    existing = set(dashboard.tag_rows.values_list("name", flat=True))
-    DashboardTag.objects.bulk_create(
-        [DashboardTag(dashboard=dashboard, name=name) for name in wanted if name not in existing]
-    )
+    if list(dashboard.tag_rows.values_list("name", flat=True)) == wanted:
+        return
+    dashboard.tag_rows.all().delete()
+    DashboardTag.objects.bulk_create([DashboardTag(dashboard=dashboard, name=name) for name in wanted])
 
 
 def _template_tiles(template: dict) -> list[DashboardTile]:

@@ -50,6 +50,20 @@ def test_restore_action_undeletes_and_logs(admin_client, project):
     assert ActivityLog.objects.filter(scope="Dashboard", item_id=str(gone.pk), activity="updated").exists()
 
 
+def test_admin_cannot_hard_delete_a_dashboard(admin_client, project):
+    dashboard = DashboardFactory(project=project)
+
+    page = admin_client.get(reverse("admin:dashboards_dashboard_delete", args=[dashboard.pk]))
+    bulk = admin_client.post(
+        reverse("admin:dashboards_dashboard_changelist"),
+        {"action": "delete_selected", "_selected_action": [dashboard.pk], "post": "yes"},
+    )
+
+    assert page.status_code == 403
+    assert bulk.status_code in (200, 302)
+    assert Dashboard.objects.filter(pk=dashboard.pk).exists()
+
+
 def test_change_page_shows_tiles_and_collaborators(admin_client, project, bob):
     dashboard = DashboardFactory(project=project)
     DashboardTileFactory(dashboard=dashboard, name="A tile")

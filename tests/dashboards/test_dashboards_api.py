@@ -397,6 +397,16 @@ class TestUpdate:
         assert dashboard.filters is None
         assert sorted(dashboard.tag_names) == ["new", "weekly"]
 
+    def test_patch_stores_tags_in_the_order_sent(self, key_client, project, alice, dashboard):
+        response = key_client("dashboard:write").patch(
+            dashboards_url(project, dashboard), {"tags": ["new", "weekly", "new"]}, format="json"
+        )
+
+        assert response.status_code == 200
+        assert response.json()["tags"] == ["new", "weekly"]
+        dashboard.refresh_from_db()
+        assert dashboard.tag_names == ["new", "weekly"]
+
     def test_patch_by_a_plain_member_on_an_open_dashboard_is_allowed(self, key_client, project, bob, dashboard):
         response = key_client("dashboard:write", user=bob).patch(
             dashboards_url(project, dashboard), {"name": "Bob's"}, format="json"
