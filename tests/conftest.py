@@ -109,3 +109,15 @@ def _no_real_dns(settings):
 def reference():
     """The reference API's component schemas as JSON Schema; see tests/reference_schema.py."""
     return load_reference()
+
+
+@pytest.fixture
+def matrix(alice, organization, project):
+    """matrix(module, route) -> the route's URL with real ids, from the module's `make_objects` (scope matrix)."""
+
+    def build(module, route) -> str:
+        ids = {"organization_id": organization.id, "project_id": project.id}
+        ids.update(module.make_objects(user=alice, organization=organization, project=project))
+        return route.path.format(**ids)
+
+    return build

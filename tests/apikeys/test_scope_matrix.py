@@ -40,16 +40,6 @@ def sibling_scope(scope: str) -> str:
     return f"{other}:{access}"
 
 
-@pytest.fixture
-def matrix(alice, organization, project):
-    def build(module, route: Route) -> str:
-        ids = {"organization_id": organization.id, "project_id": project.id}
-        ids.update(module.make_objects(user=alice, organization=organization, project=project))
-        return route.path.format(**ids)
-
-    return build
-
-
 def call(client: APIClient, route: Route, url: str):
     return getattr(client, route.method.lower())(url, data=route.body, format="json")
 
