@@ -132,12 +132,8 @@ class ProjectViewSet(
     def activity_context(self, instance) -> dict:
         return {"organization_id": instance.organization_id, "project_id": instance.pk}
 
-    def perform_destroy(self, instance):
-        before = self.snapshot(instance)
-        pk = instance.pk
+    def destroy_instance(self, instance) -> None:
         project_delete(project=instance)
-        instance.pk = pk
-        self.log_activity(instance, "deleted", before=before)
 
 
 class MemberViewSet(
@@ -176,11 +172,9 @@ class MemberViewSet(
             serializer.instance = membership_update_level(membership=membership, level=level)
         self.log_activity(serializer.instance, "updated", before=before, after=self.snapshot(serializer.instance))
 
-    def perform_destroy(self, instance):
+    def destroy_instance(self, instance) -> None:
         check_member_change(actor_level=self.membership_level, actor=self.request.user, target=instance)
-        before = self.snapshot(instance)
         membership_delete(membership=instance)
-        self.log_activity(instance, "deleted", before=before)
 
 
 class InviteViewSet(

@@ -184,12 +184,8 @@ class PluginViewSet(
                 "This organization's plugin access level does not allow changing plugins."
             )
 
-    def perform_destroy(self, instance):
-        before = self.snapshot(instance)
-        pk = instance.pk
+    def destroy_instance(self, instance) -> None:
         plugin_delete(plugin=instance)
-        instance.pk = pk
-        self.log_activity(instance, "deleted", before=before)
 
     @extend_schema(responses=PluginSerializer, summary="Look up the plugin's latest tag in the catalogue")
     @action(detail=True, methods=["get"], required_scopes=["plugin:read"])

@@ -107,11 +107,15 @@ class BaseViewSet(viewsets.GenericViewSet):
         instance = serializer.save()
         self.log_activity(instance, "updated", before=before, after=self.snapshot(instance))
 
+    def destroy_instance(self, instance) -> None:
+        """Delete the record; override to go through a service with its own rules."""
+        instance.delete()
+
     def perform_destroy(self, instance):
         before = self.snapshot(instance)
         pk = instance.pk
-        instance.delete()
-        instance.pk = pk
+        self.destroy_instance(instance)
+        instance.pk = pk  # Django clears it on delete; the activity entry needs it
         self.log_activity(instance, "deleted", before=before)
 
 
