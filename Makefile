@@ -5,8 +5,10 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 HOST ?= 127.0.0.1
 PORT ?= 8000
+# Links in emails and in what `make run` prints point at the server it starts.
+SITE_URL ?= http://$(HOST):$(PORT)
 
-.PHONY: install run test lint format bench schema clean
+.PHONY: install run test lint format bench schema fuzz clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,8 +20,8 @@ install: $(STAMP)
 
 run: install
 	$(PY) manage.py migrate --noinput
-	$(PY) manage.py seed_demo
-	$(PY) manage.py runserver $(HOST):$(PORT)
+	SITE_URL=$(SITE_URL) $(PY) manage.py seed_demo
+	SITE_URL=$(SITE_URL) $(PY) manage.py runserver $(HOST):$(PORT)
 
 test: install
 	$(PY) -m pytest
@@ -37,6 +39,10 @@ bench: install
 
 schema: install
 	$(PY) manage.py spectacular --validate --fail-on-warn --file /dev/null
+
+# Schemathesis against a throwaway copy of the service (scripts/fuzz.sh); extra flags via FUZZ_ARGS.
+fuzz: install
+	scripts/fuzz.sh $(FUZZ_ARGS)
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache .ruff_cache

@@ -1,11 +1,12 @@
 from django import forms
+from django.apps import apps
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 
 from apikeys.models import PersonalAPIKey
 from apikeys.scopes import ALL, ALL_SCOPES, validate_scopes
 from apikeys.services import api_key_create, api_key_revoke
-from organizations.models import Organization
+from workspace.admin import RecordedModelAdmin
 
 
 class PersonalAPIKeyIssueForm(forms.ModelForm):
@@ -16,7 +17,7 @@ class PersonalAPIKeyIssueForm(forms.ModelForm):
         widget=forms.CheckboxSelectMultiple,
     )
     organizations = forms.ModelMultipleChoiceField(
-        queryset=Organization.objects.order_by("name"),
+        queryset=None,  # set per form: organizations sit above keys, so they are looked up, not imported
         required=False,
         help_text="Limit the key to these organizations; leave empty for all of the user's.",
     )
@@ -26,6 +27,11 @@ class PersonalAPIKeyIssueForm(forms.ModelForm):
         model = PersonalAPIKey
         fields = ["user", "label"]
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        organization_model = apps.get_model("organizations", "Organization")
+        self.fields["organizations"].queryset = organization_model.objects.order_by("name")
+
     def clean_scopes(self):
         try:
             return validate_scopes(self.cleaned_data["scopes"])
@@ -34,7 +40,10 @@ class PersonalAPIKeyIssueForm(forms.ModelForm):
 
 
 @admin.register(PersonalAPIKey)
-class PersonalAPIKeyAdmin(admin.ModelAdmin):
+class PersonalAPIKeyAdmin(RecordedModelAdmin):
+    """Keys are issued here through the same service as the command; the plaintext is shown once, and neither it
+    nor the stored digest reaches the activity log."""
+
     list_display = (
         "label",
         "user",
@@ -60,6 +69,7 @@ class PersonalAPIKeyAdmin(admin.ModelAdmin):
     )
     fields = ("user", "label", *readonly_fields)
     actions = ["revoke"]
+    activity_secret_fields = frozenset({"secure_value"})
 
     def get_form(self, request, obj=None, **kwargs):
         if obj is None:
@@ -81,10 +91,10 @@ class PersonalAPIKeyAdmin(admin.ModelAdmin):
     def scope_list(self, key):
         return ", ".join(key.scopes) or "(none)"
 
-    def save_model(self, request, obj, form, change):
-        if change:
-            obj.save(update_fields=["label"])
-            return
+    def activity_context(self, obj) -> dict:
+        return {}  # a key belongs to a person, not to one organization
+
+    def create_object(self, request, obj, form):
         key, plaintext = api_key_create(
             user=form.cleaned_data["user"],
             label=form.cleaned_data["label"],
@@ -92,12 +102,12 @@ class PersonalAPIKeyAdmin(admin.ModelAdmin):
             scoped_organizations=[org.pk for org in form.cleaned_data["organizations"]],
             expires_in_days=form.cleaned_data.get("expires_in_days"),
         )
-        obj.pk = key.pk
-        obj.__dict__.update(key.__dict__)
         messages.warning(request, f"Copy the new key now; it will not be shown again: {plaintext}")
+        return key
 
     @admin.action(description="Revoke selected keys")
     def revoke(self, request, queryset):
-        for key in queryset.filter(revoked_at__isnull=True):
-            api_key_revoke(key=key)
-        self.message_user(request, "Selected keys are revoked.", messages.SUCCESS)
+        revoked = self.apply_to_each(
+            request, queryset.filter(revoked_at__isnull=True), lambda key: api_key_revoke(key=key)
+        )
+        self.message_user(request, f"Revoked {revoked} key(s).", messages.SUCCESS)

@@ -3,14 +3,6 @@ from django.db import models
 from django.utils import timezone
 
 
-class PersonalAPIKeyQuerySet(models.QuerySet):
-    def active(self):
-        now = timezone.now()
-        return self.filter(revoked_at__isnull=True).filter(
-            models.Q(expires_at__isnull=True) | models.Q(expires_at__gt=now)
-        )
-
-
 class PersonalAPIKey(models.Model):
     """A user's key for the API, limited to a set of scopes and optionally to some organizations.
 
@@ -30,8 +22,6 @@ class PersonalAPIKey(models.Model):
     last_used_at = models.DateTimeField(null=True, blank=True)
     expires_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
-
-    objects = PersonalAPIKeyQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -14,6 +14,7 @@ ACTIONS = (READ, WRITE)
 
 OBJECTS = (
     "dashboard",
+    "insight",
     "sharing_configuration",
     "organization",
     "organization_member",
@@ -21,6 +22,7 @@ OBJECTS = (
     "plugin",
     "project",
     "user",
+    "query",
 )
 
 ALL_SCOPES = tuple(f"{obj}:{action}" for obj in OBJECTS for action in ACTIONS)

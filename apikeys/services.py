@@ -92,5 +92,10 @@ def api_key_touch(*, key: PersonalAPIKey) -> None:
     now = timezone.now()
     interval = timedelta(seconds=settings.API_KEY_LAST_USED_INTERVAL_SECONDS)
     if key.last_used_at is None or now - key.last_used_at >= interval:
-        PersonalAPIKey.objects.filter(pk=key.pk).update(last_used_at=now)
+        # Inside a write's transaction the stamp holds the key's row until commit; a parallel request with
+        # the same key skips the stamp (the first one writes it) instead of queueing behind that request.
+        keys = PersonalAPIKey.objects.filter(pk=key.pk)
+        if transaction.get_connection().in_atomic_block:
+            keys = PersonalAPIKey.objects.filter(pk__in=keys.select_for_update(skip_locked=True).values("pk"))
+        keys.update(last_used_at=now)
         key.last_used_at = now

@@ -1,6 +1,5 @@
 from drf_spectacular.utils import extend_schema
 from rest_framework import exceptions, mixins
-from rest_framework.response import Response
 
 from apikeys.models import PersonalAPIKey
 from apikeys.serializers import PersonalAPIKeySerializer
@@ -18,4 +17,4 @@ class PersonalAPIKeyViewSet(BaseViewSet, mixins.RetrieveModelMixin):
     def retrieve(self, request, *args, **kwargs):
         if not isinstance(request.auth, PersonalAPIKey):
             raise exceptions.NotFound("This request was not made with a personal API key.")
-        return Response(self.get_serializer(request.auth).data)
+        return self.object_response(request.auth)

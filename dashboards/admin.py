@@ -1,51 +1,83 @@
 from django.contrib import admin, messages
+from django.urls import reverse
+from django.utils.html import format_html
 
-from dashboards.models import Dashboard, DashboardCollaborator, DashboardTag, DashboardTile, SharingConfiguration
-from workspace.services import activity_log_record
+from dashboards.models import (
+    Dashboard,
+    DashboardCollaborator,
+    DashboardTag,
+    DashboardTile,
+    Insight,
+    InsightTag,
+    SharingConfiguration,
+    Text,
+)
+from dashboards.services import dashboard_update, insight_update, text_update
+from workspace.admin import RecordedInlineMixin, RecordedModelAdmin
+from workspace.api.viewsets import VOLATILE_FIELDS
+
+# The entry names the operator; the modifier moving with the change is not a change of its own (the admin records
+# a record's columns, so the column name too).
+MODIFIED_FIELDS = VOLATILE_FIELDS | {"last_modified_by", "last_modified_by_id"}
 
 
-class DashboardTileInline(admin.StackedInline):
+def dashboard_context(dashboard: Dashboard) -> dict:
+    return {"organization_id": dashboard.project.organization_id, "project_id": dashboard.project_id}
+
+
+def project_context(obj) -> dict:
+    return {"organization_id": obj.project.organization_id, "project_id": obj.project_id}
+
+
+class DashboardTileInline(RecordedInlineMixin, admin.StackedInline):
+    """A dashboard's tiles, removed ones included, each with what it shows (linked to the insight or text)."""
+
     model = DashboardTile
     extra = 0
-    fields = (("type", "name", "order", "color"), "description", "query", "filters", "body", "layouts")
+    fields = ("shows", ("insight", "text"), ("order", "color", "deleted"), "layouts")
+    readonly_fields = ("shows",)
+    raw_id_fields = ("insight", "text")
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related("dashboard__project", "insight", "text")
+
+    def activity_context(self, obj) -> dict:
+        return dashboard_context(obj.dashboard)
+
+    @admin.display(description="shows")
+    def shows(self, tile: DashboardTile):
+        if tile.insight_id is not None:
+            insight = tile.insight
+            url = reverse("admin:dashboards_insight_change", args=[insight.pk])
+            deleted = " (deleted)" if insight.deleted else ""
+            return format_html('Insight <a href="{}">{}</a>{}: {}', url, insight, deleted, insight.description)
+        if tile.text_id is not None:
+            url = reverse("admin:dashboards_text_change", args=[tile.text_id])
+            return format_html('Text <a href="{}">{}</a>: {}', url, tile.text_id, tile.text.body)
+        return "-"
 
 
-class DashboardTagInline(admin.TabularInline):
+class DashboardTagInline(RecordedInlineMixin, admin.TabularInline):
     model = DashboardTag
     extra = 0
 
+    def activity_context(self, obj) -> dict:
+        return dashboard_context(obj.dashboard)
 
-class DashboardCollaboratorInline(admin.TabularInline):
+
+class DashboardCollaboratorInline(RecordedInlineMixin, admin.TabularInline):
     model = DashboardCollaborator
     extra = 0
     raw_id_fields = ("user",)
     fields = ("user", "level", "added_at", "updated_at")
     readonly_fields = ("level", "added_at", "updated_at")
 
-
-def _set_deleted(modeladmin, request, queryset, deleted: bool) -> int:
-    changed = 0
-    for dashboard in queryset.filter(deleted=not deleted).select_related("project"):
-        dashboard.deleted = deleted
-        dashboard.save(update_fields=["deleted"])
-        activity_log_record(
-            user=request.user,
-            api_key=None,
-            scope="Dashboard",
-            item_id=dashboard.pk,
-            activity="updated",
-            organization_id=dashboard.project.organization_id,
-            project_id=dashboard.project_id,
-            name=dashboard.name,
-            before={"deleted": not deleted},
-            after={"deleted": deleted},
-        )
-        changed += 1
-    return changed
+    def activity_context(self, obj) -> dict:
+        return dashboard_context(obj.dashboard)
 
 
 @admin.register(Dashboard)
-class DashboardAdmin(admin.ModelAdmin):
+class DashboardAdmin(RecordedModelAdmin):
     """All dashboards, soft-deleted ones included, so that an operator can restore them."""
 
     list_display = ("name", "id", "project", "pinned", "deleted", "restriction_level", "created_by", "created_at")
@@ -57,14 +89,27 @@ class DashboardAdmin(admin.ModelAdmin):
     inlines = [DashboardTileInline, DashboardTagInline, DashboardCollaboratorInline]
     actions = ["restore", "soft_delete"]
 
+    def activity_context(self, obj) -> dict:
+        return dashboard_context(obj)
+
+    def update_object(self, request, obj, changes):
+        return dashboard_update(actor=request.user, dashboard=obj, **changes)
+
+    def set_deleted(self, request, queryset, deleted: bool) -> int:
+        return self.apply_to_each(
+            request,
+            queryset.filter(deleted=not deleted),
+            lambda dashboard: dashboard_update(actor=request.user, dashboard=dashboard, deleted=deleted),
+        )
+
     @admin.action(description="Restore selected soft-deleted dashboards")
     def restore(self, request, queryset):
-        count = _set_deleted(self, request, queryset, deleted=False)
+        count = self.set_deleted(request, queryset, deleted=False)
         self.message_user(request, f"Restored {count} dashboard(s).", messages.SUCCESS)
 
     @admin.action(description="Soft-delete selected dashboards")
     def soft_delete(self, request, queryset):
-        count = _set_deleted(self, request, queryset, deleted=True)
+        count = self.set_deleted(request, queryset, deleted=True)
         self.message_user(request, f"Soft-deleted {count} dashboard(s).", messages.SUCCESS)
 
     def has_delete_permission(self, request, obj=None):
@@ -73,14 +118,73 @@ class DashboardAdmin(admin.ModelAdmin):
 
 
 @admin.register(SharingConfiguration)
-class SharingConfigurationAdmin(admin.ModelAdmin):
+class SharingConfigurationAdmin(RecordedModelAdmin):
     list_display = ("dashboard", "project", "enabled", "created_at")
     list_filter = ("enabled",)
     list_select_related = ("dashboard__project",)
     search_fields = ("dashboard__name",)
     raw_id_fields = ("dashboard",)
     readonly_fields = ("access_token", "created_at")
+    # Whoever holds the token sees the dashboard: the log keeps a digest of it, never the token.
+    activity_secret_fields = frozenset({"access_token"})
+
+    def activity_context(self, obj) -> dict:
+        return dashboard_context(obj.dashboard)
 
     @admin.display(description="project", ordering="dashboard__project__name")
     def project(self, configuration):
         return configuration.dashboard.project
+
+
+class InsightTagInline(RecordedInlineMixin, admin.TabularInline):
+    model = InsightTag
+    extra = 0
+
+    def activity_context(self, obj) -> dict:
+        return project_context(obj.insight)
+
+
+@admin.register(Insight)
+class InsightAdmin(RecordedModelAdmin):
+    """All insights, soft-deleted ones included; changes go through the same service as the API."""
+
+    list_display = ("__str__", "short_id", "project", "deleted", "last_modified_at", "last_modified_by")
+    list_filter = ("deleted", "project")
+    list_select_related = ("project", "last_modified_by")
+    search_fields = ("name", "derived_name", "short_id")
+    raw_id_fields = ("project", "created_by", "last_modified_by")
+    readonly_fields = ("short_id", "created_at", "created_by", "last_modified_at", "last_modified_by")
+    inlines = [InsightTagInline]
+    activity_ignored_fields = MODIFIED_FIELDS
+
+    def activity_context(self, obj) -> dict:
+        return project_context(obj)
+
+    def update_object(self, request, obj, changes):
+        return insight_update(actor=request.user, insight=obj, **changes)
+
+    def has_delete_permission(self, request, obj=None):
+        # Insights are soft-deleted (the `deleted` box), never removed from the database, like dashboards.
+        return False
+
+
+@admin.register(Text)
+class TextAdmin(RecordedModelAdmin):
+    """The bodies of text tiles."""
+
+    list_display = ("__str__", "id", "project", "last_modified_at")
+    list_select_related = ("project",)
+    search_fields = ("body",)
+    raw_id_fields = ("project", "created_by", "last_modified_by")
+    readonly_fields = ("created_by", "last_modified_at", "last_modified_by")
+    activity_ignored_fields = MODIFIED_FIELDS
+
+    def activity_context(self, obj) -> dict:
+        return project_context(obj)
+
+    def update_object(self, request, obj, changes):
+        return text_update(actor=request.user, text=obj, **changes)
+
+    def has_delete_permission(self, request, obj=None):
+        # A text goes with its tile: remove the tile instead.
+        return False

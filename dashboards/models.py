@@ -1,9 +1,18 @@
 import secrets
+import string
 import uuid
 
 from django.conf import settings
 from django.db import models
 from django.db.models import Exists, OuterRef, Q
+from django.utils import timezone
+
+# Tags a dashboard or an insight may carry; the API refuses longer lists (400 `max_length`).
+MAX_TAGS_PER_DASHBOARD = 100
+# The longest body of a text tile, as in the reference API.
+MAX_TEXT_BODY = 4000
+SHORT_ID_ALPHABET = string.ascii_letters + string.digits
+SHORT_ID_LENGTH = 8
 
 
 class RestrictionLevel(models.IntegerChoices):
@@ -71,29 +80,122 @@ class DashboardTag(models.Model):
         return self.name
 
 
-class DashboardTile(models.Model):
-    """One tile of a dashboard: an insight (a query and its filters) or a text block."""
+def new_short_id() -> str:
+    """8 random letters and digits: an insight's id in URLs that does not reveal how many insights exist."""
+    return "".join(secrets.choice(SHORT_ID_ALPHABET) for _ in range(SHORT_ID_LENGTH))
 
-    class Type(models.TextChoices):
-        INSIGHT = "insight", "insight"
-        TEXT = "text", "text"
 
-    dashboard = models.ForeignKey(Dashboard, on_delete=models.CASCADE, related_name="tiles")
-    type = models.CharField(max_length=16, choices=Type.choices, default=Type.INSIGHT)
+class Insight(models.Model):
+    """A saved query of a project, shown on dashboards through their tiles. Never hard-deleted through the API:
+    `deleted` hides it, and its tiles with it."""
+
+    project = models.ForeignKey("organizations.Project", on_delete=models.CASCADE, related_name="insights")
+    short_id = models.CharField(max_length=12, default=new_short_id, editable=False)
     name = models.CharField(max_length=400, blank=True, default="")
+    derived_name = models.CharField(max_length=400, null=True, blank=True)
     description = models.TextField(blank=True, default="")
     query = models.JSONField(null=True, blank=True)
-    filters = models.JSONField(null=True, blank=True)
-    body = models.TextField(null=True, blank=True)
+    filters = models.JSONField(default=dict, blank=True)
+    deleted = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    last_modified_at = models.DateTimeField(default=timezone.now)
+    last_modified_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["-last_modified_at", "id"]
+        constraints = [models.UniqueConstraint(fields=["project", "short_id"], name="unique_insight_short_id")]
+        indexes = [models.Index(fields=["project", "deleted"], name="insight_project_deleted")]
+
+    def __str__(self) -> str:
+        return self.name or self.derived_name or f"Insight {self.short_id}"
+
+    @property
+    def tag_names(self) -> list[str]:
+        return [tag.name for tag in self.tag_rows.all()]
+
+    @property
+    def dashboard_ids(self) -> list[int]:
+        """The non-deleted dashboards showing this insight (from `live_tiles` when prefetched, see selectors)."""
+        tiles = getattr(self, "live_tiles", None)
+        if tiles is None:
+            tiles = self.tiles.filter(deleted=False, dashboard__deleted=False).order_by("dashboard_id")
+        return [tile.dashboard_id for tile in tiles]
+
+
+class InsightTag(models.Model):
+    """One tag of an insight, stored like a dashboard's."""
+
+    insight = models.ForeignKey(Insight, on_delete=models.CASCADE, related_name="tag_rows")
+    name = models.CharField(max_length=128)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [models.UniqueConstraint(fields=["insight", "name"], name="unique_tag_per_insight")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Text(models.Model):
+    """The body of one text tile. A text belongs to its tile alone: copying a dashboard copies its texts."""
+
+    project = models.ForeignKey("organizations.Project", on_delete=models.CASCADE, related_name="+")
+    body = models.CharField(max_length=MAX_TEXT_BODY, blank=True, default="")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    last_modified_at = models.DateTimeField(default=timezone.now)
+    last_modified_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return self.body[:60] or f"Text {self.pk}"
+
+
+class DashboardTileQuerySet(models.QuerySet):
+    def shown(self) -> "DashboardTileQuerySet":
+        """Tiles a dashboard shows: not removed, and not showing a deleted insight."""
+        return self.filter(Q(deleted=False) & (Q(insight__isnull=True) | Q(insight__deleted=False)))
+
+
+class DashboardTile(models.Model):
+    """One place on a dashboard, showing an insight or a text (exactly one of them). Removing a tile sets
+    `deleted`; a tile whose insight is deleted is hidden as well."""
+
+    dashboard = models.ForeignKey(Dashboard, on_delete=models.CASCADE, related_name="tiles")
+    insight = models.ForeignKey(Insight, null=True, blank=True, on_delete=models.CASCADE, related_name="tiles")
+    text = models.OneToOneField(Text, null=True, blank=True, on_delete=models.CASCADE, related_name="tile")
     layouts = models.JSONField(default=dict, blank=True)
     color = models.CharField(max_length=32, null=True, blank=True)
     order = models.PositiveIntegerField(default=0)
+    deleted = models.BooleanField(default=False)
+
+    objects = DashboardTileQuerySet.as_manager()
 
     class Meta:
         ordering = ["order", "id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(insight__isnull=False, text__isnull=True) | Q(insight__isnull=True, text__isnull=False),
+                name="tile_shows_an_insight_or_a_text",
+                violation_error_message="A tile shows either an insight or a text, never both or neither.",
+            ),
+            # An insight appears once on a dashboard; removing and adding it again revives its tile.
+            models.UniqueConstraint(fields=["dashboard", "insight"], name="unique_insight_per_dashboard"),
+        ]
 
     def __str__(self) -> str:
-        return self.name or f"{self.get_type_display()} tile {self.pk}"
+        shown = self.insight if self.insight_id else self.text
+        return f"{'Insight' if self.insight_id else 'Text'} tile {self.pk}: {shown}"
 
 
 class DashboardCollaborator(models.Model):

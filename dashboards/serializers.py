@@ -2,11 +2,24 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail
 
-from dashboards.models import Dashboard, DashboardCollaborator, DashboardTile, RestrictionLevel, SharingConfiguration
+from dashboards.models import (
+    MAX_TAGS_PER_DASHBOARD,
+    MAX_TEXT_BODY,
+    Dashboard,
+    DashboardCollaborator,
+    DashboardTile,
+    Insight,
+    RestrictionLevel,
+    SharingConfiguration,
+    Text,
+)
+from dashboards.permissions import can_edit
+from dashboards.selectors import shown_tiles
 from dashboards.services import clean_tags
-from dashboards.templates import TemplateError, bundled_templates, validate_template
+from dashboards.template_library import TemplateError, bundled_templates, validate_layouts, validate_template
 from organizations.models import Membership
-from workspace.api.fields import StrictIntegerChoiceField
+from workspace.api.fields import StrictBooleanField, StrictCharField, StrictIntegerChoiceField
+from workspace.api.serializers import ModelSerializer
 from workspace.serializers import UserBasicSerializer
 
 
@@ -20,24 +33,161 @@ class RestrictionLevelField(StrictIntegerChoiceField):
 class TagListField(serializers.ListField):
     """Tags are stored one row each; read them from the prefetched rows, write them as a list of strings."""
 
-    child = serializers.CharField(max_length=128)
+    child = StrictCharField(max_length=128)
 
     def get_attribute(self, instance):
         return instance.tag_names
 
+    def to_internal_value(self, data):
+        # Refuse an over-long list before validating each of its items.
+        if self.max_length is not None and isinstance(data, list) and len(data) > self.max_length:
+            self.fail("max_length", max_length=self.max_length)
+        return super().to_internal_value(data)
 
-class DashboardTileSerializer(serializers.ModelSerializer):
+
+# Items of one `tiles` list in a dashboard write; a longer list is a 400 `max_length`.
+MAX_TILES_PER_WRITE = 500
+
+
+def validate_object_or_null(value, what: str):
+    if value is not None and not isinstance(value, dict):
+        raise serializers.ValidationError(f"{what} must be an object or null.", code="invalid_input")
+    return value
+
+
+@extend_schema_field({"type": "array", "items": {"type": "integer"}})
+class DashboardIdsField(serializers.ListField):
+    """The ids of the (non-deleted) dashboards showing an insight; as input, the dashboards that should.
+
+    dashboards.permissions.requested_dashboard_ids reads the same list the same way, to check edit rights first."""
+
+    child = serializers.IntegerField()
+
+    def get_attribute(self, instance):
+        return instance.dashboard_ids
+
+
+class InsightSerializer(ModelSerializer):
+    """An insight (the reference's shape), and the input of create, PATCH and PUT."""
+
+    created_by = UserBasicSerializer(read_only=True)
+    last_modified_by = UserBasicSerializer(read_only=True)
+    query = serializers.JSONField(required=False, allow_null=True)
+    filters = serializers.JSONField(required=False, allow_null=True)
+    tags = TagListField(required=False, max_length=MAX_TAGS_PER_DASHBOARD)
+    dashboards = DashboardIdsField(required=False)
+
+    class Meta:
+        model = Insight
+        fields = [
+            "id",
+            "short_id",
+            "name",
+            "derived_name",
+            "description",
+            "query",
+            "filters",
+            "tags",
+            "dashboards",
+            "created_at",
+            "created_by",
+            "last_modified_at",
+            "last_modified_by",
+            "deleted",
+        ]
+        read_only_fields = ["id", "short_id", "created_at", "created_by", "last_modified_at", "last_modified_by"]
+
+    def validate_tags(self, value: list[str]) -> list[str]:
+        return clean_tags(value)
+
+    def validate_query(self, value):
+        return validate_object_or_null(value, "The query")
+
+    def validate_filters(self, value):
+        return validate_object_or_null(value, "Filters")
+
+    def validate_dashboards(self, value: list[int]) -> list[Dashboard]:
+        wanted = list(dict.fromkeys(value))
+        found = Dashboard.objects.filter(project=self.context["view"].project, deleted=False, pk__in=wanted).in_bulk()
+        for dashboard_id in wanted:
+            if dashboard_id not in found:
+                raise serializers.ValidationError(f"No dashboard {dashboard_id} in this project.", code="invalid_input")
+        return [found[dashboard_id] for dashboard_id in wanted]
+
+    def validate(self, attrs: dict) -> dict:
+        if self.instance is None:
+            # A new insight is never deleted; on create the field is ignored like a read-only one.
+            attrs.pop("deleted", None)
+        return attrs
+
+
+class TextSerializer(ModelSerializer):
+    """The text of a text tile; as input, only `body` counts."""
+
+    created_by = UserBasicSerializer(read_only=True)
+    body = StrictCharField(max_length=MAX_TEXT_BODY, allow_blank=True, trim_whitespace=False)
+
+    class Meta:
+        model = Text
+        fields = ["id", "body", "created_by", "last_modified_at"]
+        read_only_fields = ["id", "created_by", "last_modified_at"]
+
+
+class ShownTilesSerializer(serializers.ListSerializer):
+    """A dashboard's tiles: those it shows (prefetched by the view, see dashboards.selectors), never removed ones."""
+
+    def get_attribute(self, instance):
+        if "tiles" in getattr(instance, "_prefetched_objects_cache", {}):
+            return instance.tiles.all()
+        return shown_tiles().filter(dashboard=instance)
+
+
+class DashboardTileSerializer(ModelSerializer):
+    """A tile in the reference's shape: exactly one of `insight` and `text` is set.
+
+    As an item of `tiles` in a dashboard write: with `id` it changes that tile (`layouts`, `color`, the text's
+    `body`) or removes it (`deleted: true`); without `id` it adds a text tile (`text: {"body": ...}`). Insights
+    join dashboards through their own `dashboards`.
+    """
+
+    id = serializers.IntegerField(required=False)
+    layouts = serializers.JSONField(required=False)
+    color = StrictCharField(max_length=32, required=False, allow_null=True, allow_blank=True)
+    insight = InsightSerializer(read_only=True, allow_null=True)
+    text = TextSerializer(required=False, allow_null=True)
+    deleted = StrictBooleanField(required=False)
+
     class Meta:
         model = DashboardTile
-        fields = ["id", "type", "name", "description", "query", "filters", "body", "layouts", "color", "order"]
-        read_only_fields = fields
+        list_serializer_class = ShownTilesSerializer
+        fields = ["id", "layouts", "color", "order", "insight", "text", "deleted"]
+        read_only_fields = ["order"]
+
+    def validate_layouts(self, value):
+        message = validate_layouts(value)
+        if message:
+            raise serializers.ValidationError(message, code="invalid_input")
+        return value
+
+    def validate(self, attrs: dict) -> dict:
+        if attrs.get("id") is None:
+            text = attrs.get("text")
+            if text is None:
+                raise serializers.ValidationError(
+                    {"text": [ErrorDetail('A new tile needs a text: {"body": "..."}.', "required")]}
+                )
+            if "body" not in text:  # a PATCH makes every nested field optional; a new text still needs its body
+                raise serializers.ValidationError(
+                    {"text": {"body": [ErrorDetail("This field is required.", "required")]}}
+                )
+        return attrs
 
 
-class DashboardBasicSerializer(serializers.ModelSerializer):
+class DashboardBasicSerializer(ModelSerializer):
     """The list shape: no tiles, filters or write-only inputs."""
 
     created_by = UserBasicSerializer(read_only=True)
-    is_shared = serializers.BooleanField(read_only=True)
+    is_shared = StrictBooleanField(read_only=True)
     tags = TagListField(read_only=True)
     restriction_level = RestrictionLevelField(read_only=True)
     effective_restriction_level = RestrictionLevelField(source="restriction_level", read_only=True)
@@ -64,7 +214,8 @@ class DashboardBasicSerializer(serializers.ModelSerializer):
 
     @extend_schema_field(RestrictionLevelField())
     def get_effective_privilege_level(self, dashboard: Dashboard) -> int:
-        if self.context["view"].can_edit(dashboard):
+        view = self.context["view"]
+        if can_edit(dashboard, view.request.user, view.membership_level):
             return RestrictionLevel.ONLY_COLLABORATORS_CAN_EDIT
         return RestrictionLevel.EVERYONE_IN_PROJECT_CAN_EDIT
 
@@ -72,19 +223,26 @@ class DashboardBasicSerializer(serializers.ModelSerializer):
 class DashboardSerializer(DashboardBasicSerializer):
     """The single-dashboard shape, and the input of create and PATCH."""
 
-    tags = TagListField(required=False)
+    tags = TagListField(required=False, max_length=MAX_TAGS_PER_DASHBOARD)
     restriction_level = RestrictionLevelField(required=False)
     filters = serializers.JSONField(required=False, allow_null=True)
-    use_template = serializers.CharField(write_only=True, required=False, allow_blank=True)
+    use_template = StrictCharField(write_only=True, required=False, allow_blank=True)
     use_dashboard = serializers.IntegerField(write_only=True, required=False, allow_null=True)
-    delete_insights = serializers.BooleanField(write_only=True, required=False, default=False)
-    tiles = DashboardTileSerializer(many=True, read_only=True)
+    duplicate_tiles = StrictBooleanField(
+        write_only=True,
+        required=False,
+        default=False,
+        help_text="With use_dashboard: give the copy its own copies of the insights instead of sharing them.",
+    )
+    delete_insights = StrictBooleanField(write_only=True, required=False, default=False)
+    tiles = DashboardTileSerializer(many=True, required=False, max_length=MAX_TILES_PER_WRITE)
 
     class Meta(DashboardBasicSerializer.Meta):
         fields = [
             *DashboardBasicSerializer.Meta.fields,
             "use_template",
             "use_dashboard",
+            "duplicate_tiles",
             "delete_insights",
             "filters",
             "tiles",
@@ -97,7 +255,6 @@ class DashboardSerializer(DashboardBasicSerializer):
             "creation_mode",
             "effective_restriction_level",
             "effective_privilege_level",
-            "tiles",
         ]
         extra_kwargs = {"name": {"required": False}}
 
@@ -105,9 +262,7 @@ class DashboardSerializer(DashboardBasicSerializer):
         return clean_tags(value)
 
     def validate_filters(self, value):
-        if value is not None and not isinstance(value, dict):
-            raise serializers.ValidationError("Filters must be an object or null.", code="invalid_input")
-        return value
+        return validate_object_or_null(value, "Filters")
 
     def validate_use_template(self, value: str) -> dict | None:
         if not value:
@@ -125,7 +280,7 @@ class DashboardSerializer(DashboardBasicSerializer):
             return None
         source = (
             Dashboard.objects.filter(project=self.context["view"].project, deleted=False, pk=value)
-            .prefetch_related("tiles", "tag_rows")
+            .prefetch_related("tag_rows")
             .first()
         )
         if source is None:
@@ -133,6 +288,9 @@ class DashboardSerializer(DashboardBasicSerializer):
         return source
 
     def validate(self, attrs: dict) -> dict:
+        if self.instance is None:
+            # Only an existing dashboard is deleted or restored; on create the field is ignored like a read-only one.
+            attrs.pop("deleted", None)
         if attrs.get("use_template") and attrs.get("use_dashboard"):
             raise serializers.ValidationError(
                 {"use_dashboard": [ErrorDetail("Use either use_template or use_dashboard, not both.", "invalid_input")]}
@@ -152,7 +310,7 @@ class MoveTileSerializer(serializers.Serializer):
 
 
 class TemplateJSONSerializer(serializers.Serializer):
-    """`{"template": {...}}` checked against dashboards.templates.TEMPLATE_SCHEMA."""
+    """`{"template": {...}}` checked against dashboards.template_library.TEMPLATE_SCHEMA."""
 
     template = serializers.JSONField()
 
@@ -160,14 +318,16 @@ class TemplateJSONSerializer(serializers.Serializer):
         try:
             return validate_template(value)
         except TemplateError as error:
-            code = "required" if "required property" in error.message else "invalid_input"
+            code = {"required": "required", "maxItems": "max_length", "maxLength": "max_length"}.get(
+                error.keyword, "invalid_input"
+            )
             detail = [ErrorDetail(error.message, code)]
             for part in reversed(error.path):
                 detail = {part: detail}
             raise serializers.ValidationError(detail) from error
 
 
-class DashboardCollaboratorSerializer(serializers.ModelSerializer):
+class DashboardCollaboratorSerializer(ModelSerializer):
     """A collaborator; on create `user_uuid` names a member of the organization and `level` must be 37."""
 
     user = UserBasicSerializer(read_only=True)
@@ -205,8 +365,7 @@ class DashboardCollaboratorSerializer(serializers.ModelSerializer):
             raise _user_uuid_error("The dashboard's creator can always edit it and cannot be a collaborator.")
         if membership.level >= Membership.Level.ADMIN:
             raise _user_uuid_error("Organization admins and owners can always edit it and cannot be collaborators.")
-        if DashboardCollaborator.objects.filter(dashboard=dashboard, user=membership.user).exists():
-            raise _user_uuid_error("This user is already a collaborator on this dashboard.", code="unique")
+        # A duplicate is refused by the unique constraint, in the service (even between two requests).
         attrs["user"] = membership.user
         return attrs
 
@@ -215,8 +374,10 @@ def _user_uuid_error(message: str, code: str = "invalid_input") -> serializers.V
     return serializers.ValidationError({"user_uuid": [ErrorDetail(message, code)]})
 
 
-class SharingConfigurationSerializer(serializers.ModelSerializer):
+class SharingConfigurationSerializer(ModelSerializer):
+    """A dashboard's public link: `enabled` is the one field a client sets."""
+
     class Meta:
         model = SharingConfiguration
         fields = ["created_at", "enabled", "access_token"]
-        read_only_fields = fields
+        read_only_fields = ["created_at", "access_token"]

@@ -2,7 +2,7 @@
 
 from django.urls import re_path
 
-from dashboards.views import DashboardCollaboratorViewSet, DashboardSharingViewSet, DashboardViewSet
+from dashboards.views import DashboardCollaboratorViewSet, DashboardSharingViewSet, DashboardViewSet, InsightViewSet
 from workspace.api.routers import OptionalSlashRouter
 
 router = OptionalSlashRouter()
@@ -13,13 +13,19 @@ router.register(
     DashboardCollaboratorViewSet,
     basename="project-dashboard-collaborators",
 )
+router.register("insights", InsightViewSet, basename="project-insights")
 
 urlpatterns = [
     *router.urls,
     # A single object rather than a list, so it is mapped by hand instead of registered on the router.
     re_path(
         r"^dashboards/(?P<dashboard_id>[^/.]+)/sharing/?$",
-        DashboardSharingViewSet.as_view({"get": "retrieve"}),
+        DashboardSharingViewSet.as_view({"get": "retrieve", "patch": "partial_update"}),
         name="project-dashboard-sharing-detail",
+    ),
+    re_path(
+        r"^dashboards/(?P<dashboard_id>[^/.]+)/sharing/refresh/?$",
+        DashboardSharingViewSet.as_view({"post": "refresh"}, **DashboardSharingViewSet.refresh.kwargs),
+        name="project-dashboard-sharing-refresh",
     ),
 ]

@@ -1,41 +1,54 @@
-from django.db.models import Prefetch
+from functools import cached_property
+
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
-from rest_framework import exceptions, mixins, status
+from rest_framework import exceptions, status
 from rest_framework.decorators import action
-from rest_framework.exceptions import ErrorDetail
 from rest_framework.response import Response
 
-from dashboards.filters import DashboardFilterSet
-from dashboards.models import Dashboard, DashboardTag, DashboardTile, RestrictionLevel
+from dashboards.filters import DashboardFilterSet, InsightFilterSet
+from dashboards.models import Dashboard, Insight, SharingConfiguration
+from dashboards.permissions import (
+    CanEditDashboard,
+    CanEditInsight,
+    CanEditSharedDashboard,
+    CanManageCollaborators,
+    requested_dashboard_ids,
+)
+from dashboards.selectors import dashboard_tags_prefetch, insights_for_response, tiles_prefetch
 from dashboards.serializers import (
     DashboardBasicSerializer,
     DashboardCollaboratorSerializer,
     DashboardSerializer,
+    InsightSerializer,
     MoveTileSerializer,
     SharingConfigurationSerializer,
     TemplateJSONSerializer,
 )
 from dashboards.services import (
-    DuplicateCollaborator,
     dashboard_collaborator_add,
     dashboard_create,
     dashboard_move_tile,
     dashboard_update,
+    insight_create,
+    insight_lock_dashboards,
+    insight_update,
     sharing_configuration_get_or_create,
+    sharing_configuration_refresh,
+    sharing_configuration_update,
 )
-from organizations.models import Membership
-from workspace.api.viewsets import ProjectScopedViewSet
+from organizations.tenancy import ProjectScopedViewSet
+from workspace.api.viewsets import CreateMixin, DestroyMixin, ListMixin, RetrieveMixin, UpdateMixin
+from workspace.services import secret_mask
 
 DASHBOARD_ID = OpenApiParameter("dashboard_id", OpenApiTypes.INT, OpenApiParameter.PATH)
 PROJECT_ID = OpenApiParameter(
     "project_id", OpenApiTypes.STR, OpenApiParameter.PATH, description="A project id, or `@current`."
 )
-EDIT_DENIED = "You don't have edit permissions for this dashboard."
 
 
-class DashboardAccessMixin:
-    """Who may edit a dashboard (DECISIONS.md §6), for a caller whose `membership_level` is resolved."""
+class DashboardScopedMixin:
+    """Views under one project's dashboards."""
 
     activity_scope = "Dashboard"
 
@@ -43,19 +56,9 @@ class DashboardAccessMixin:
         """The project's dashboards with what a response needs, in one query."""
         return Dashboard.objects.filter(project=self.project).for_caller(self.request.user)
 
-    def is_creator_or_admin(self, dashboard: Dashboard) -> bool:
-        return dashboard.created_by_id == self.request.user.pk or (self.membership_level or 0) >= Membership.Level.ADMIN
-
-    def can_edit(self, dashboard: Dashboard) -> bool:
-        if dashboard.restriction_level == RestrictionLevel.EVERYONE_IN_PROJECT_CAN_EDIT:
-            return True
-        return self.is_creator_or_admin(dashboard) or getattr(dashboard, "caller_is_collaborator", False)
-
-    def require_edit(self, dashboard: Dashboard) -> None:
-        if not self.can_edit(dashboard):
-            raise exceptions.PermissionDenied(EDIT_DENIED)
-
-    def dashboard_from_url(self) -> Dashboard:
+    @cached_property
+    def dashboard(self) -> Dashboard:
+        """The (not deleted) dashboard named in the URL, for routes nested under one; else a 404."""
         try:
             dashboard_id = int(self.kwargs["dashboard_id"])
         except (TypeError, ValueError) as error:
@@ -66,37 +69,59 @@ class DashboardAccessMixin:
         return dashboard
 
 
+class SoftDeleteOnlyMixin:
+    """DELETE is refused with 405 and an empty body (the contract's exception to the error body), after the object
+    is resolved so that an unknown id is still a 404; PATCH `{"deleted": true}` deletes instead."""
+
+    def destroy(self, request, *args, **kwargs):
+        self.get_object()
+        self.headers["Allow"] = ", ".join(method for method in self.allowed_methods if method != "DELETE")
+        return Response(status=status.HTTP_405_METHOD_NOT_ALLOWED)
+
+
+def soft_delete_schema(what: str):
+    return extend_schema(
+        parameters=[PROJECT_ID],
+        request=None,
+        responses={405: OpenApiResponse(description="Always: hard delete is refused, with an empty body.")},
+        description=f'{what} are never hard-deleted: PATCH `{{"deleted": true}}` instead.',
+    )
+
+
 @extend_schema_view(
     list=extend_schema(parameters=[PROJECT_ID]),
     create=extend_schema(parameters=[PROJECT_ID]),
     retrieve=extend_schema(parameters=[PROJECT_ID]),
+    update=extend_schema(parameters=[PROJECT_ID]),
     partial_update=extend_schema(parameters=[PROJECT_ID]),
+    destroy=soft_delete_schema("Dashboards"),
 )
 class DashboardViewSet(
-    DashboardAccessMixin,
+    DashboardScopedMixin,
+    SoftDeleteOnlyMixin,
     ProjectScopedViewSet,
-    mixins.ListModelMixin,
-    mixins.CreateModelMixin,
-    mixins.RetrieveModelMixin,
-    mixins.UpdateModelMixin,
+    ListMixin,
+    CreateMixin,
+    RetrieveMixin,
+    UpdateMixin,
 ):
     # /api/projects/{project_id}/dashboards/
     scope_object = "dashboard"
     queryset = Dashboard.objects.none()
     serializer_class = DashboardSerializer
     filterset_class = DashboardFilterSet
+    permission_classes = [*ProjectScopedViewSet.permission_classes, CanEditDashboard]
+    # A tile move locks its dashboard and then the target; two moves in opposite directions would each hold what the
+    # other waits for.
+    serialize_writes = frozenset({"move_tile"})
 
     def get_queryset(self):
-        queryset = self.dashboards().prefetch_related(
-            Prefetch("tag_rows", queryset=DashboardTag.objects.order_by("id"))
-        )
-        # A soft-deleted dashboard is reachable only by PATCH, so that `{"deleted": false}` can restore it.
-        if self.action != "partial_update":
+        queryset = self.dashboards().prefetch_related(dashboard_tags_prefetch())
+        # A soft-deleted dashboard is reachable only by PATCH or PUT, so that `{"deleted": false}` can restore it.
+        if self.action not in ("partial_update", "update"):
             queryset = queryset.filter(deleted=False)
         if self.action != "list":
-            queryset = queryset.prefetch_related(
-                Prefetch("tiles", queryset=DashboardTile.objects.order_by("order", "id"))
-            )
+            queryset = queryset.prefetch_related(tiles_prefetch())
         return queryset.order_by("-pinned", "name", "id")
 
     def get_serializer_class(self):
@@ -104,61 +129,37 @@ class DashboardViewSet(
             return DashboardBasicSerializer
         return DashboardSerializer
 
-    def respond(self, dashboard: Dashboard, status_code: int = status.HTTP_200_OK) -> Response:
-        """The full shape, read back through get_queryset so annotations and prefetches are in place."""
-        fresh = self.dashboards().prefetch_related("tag_rows", "tiles").get(pk=dashboard.pk)
-        return Response(self.get_serializer(fresh).data, status=status_code)
+    def refetch(self, instance):
+        return self.dashboards().prefetch_related(dashboard_tags_prefetch(), tiles_prefetch()).get(pk=instance.pk)
 
-    def create(self, request, *args, **kwargs):
-        serializer = self.get_serializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        data = dict(serializer.validated_data)
+    def create_object(self, data):
+        data = dict(data)
+        # Deleting on create, or with create, means nothing.
         data.pop("delete_insights", None)
-        dashboard = dashboard_create(
+        data.pop("deleted", None)
+        return dashboard_create(
+            actor=self.request.user,
             project=self.project,
-            user=request.user,
             template=data.pop("use_template", None),
             source=data.pop("use_dashboard", None),
             **data,
         )
-        self.log_activity(dashboard, "created", after=self.snapshot(dashboard))
-        return self.respond(dashboard, status.HTTP_201_CREATED)
 
-    def partial_update(self, request, *args, **kwargs):
-        dashboard = self.get_object()
-        self.require_edit(dashboard)
-        serializer = self.get_serializer(dashboard, data=request.data, partial=True)
-        serializer.is_valid(raise_exception=True)
-        data = dict(serializer.validated_data)
+    def update_object(self, instance, changes):
         # Template and source only matter when a dashboard is created.
-        data.pop("use_template", None)
-        data.pop("use_dashboard", None)
-        new_level = data.get("restriction_level", dashboard.restriction_level)
-        if new_level != dashboard.restriction_level and not self.is_creator_or_admin(dashboard):
-            raise exceptions.PermissionDenied("Only the dashboard's creator and organization admins can restrict it.")
-        before = self.snapshot(dashboard)
-        dashboard = dashboard_update(dashboard=dashboard, **data)
-        self.log_activity(dashboard, "updated", before=before, after=self.snapshot(dashboard))
-        return self.respond(dashboard)
-
-    @extend_schema(
-        parameters=[PROJECT_ID],
-        request=None,
-        responses={405: OpenApiResponse(description="Always: hard delete is refused, with an empty body.")},
-        description='Dashboards are never hard-deleted: PATCH `{"deleted": true}` instead.',
-    )
-    def destroy(self, request, *args, **kwargs):
-        self.get_object()
-        # The contract asks for an empty body here, unlike every other error; Allow lists what is offered.
-        self.headers["Allow"] = ", ".join(method for method in self.allowed_methods if method != "DELETE")
-        return Response(status=status.HTTP_405_METHOD_NOT_ALLOWED)
+        ignored = ("use_template", "use_dashboard", "duplicate_tiles")
+        changes = {name: value for name, value in changes.items() if name not in ignored}
+        if not changes.get("delete_insights"):
+            changes.pop("delete_insights", None)
+        if not changes:
+            return instance
+        return dashboard_update(actor=self.request.user, dashboard=instance, **changes)
 
     @extend_schema(parameters=[PROJECT_ID], request=MoveTileSerializer, responses=DashboardSerializer)
     @action(detail=True, methods=["patch"], required_scopes=["dashboard:write"])
     def move_tile(self, request, *args, **kwargs):
         """Move a tile of this dashboard to the end of another dashboard of the project; returns this dashboard."""
         source = self.get_object()
-        self.require_edit(source)
         serializer = MoveTileSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         tile = source.tiles.filter(pk=serializer.validated_data["tile"]["id"]).first()
@@ -167,15 +168,13 @@ class DashboardViewSet(
         target = self.dashboards().filter(deleted=False, pk=serializer.validated_data["toDashboard"]).first()
         if target is None:
             raise exceptions.NotFound("Target dashboard not found.")
-        self.require_edit(target)
-        dashboard_move_tile(tile=tile, to_dashboard=target)
-        self.log_activity(
-            source,
-            "updated",
-            before={"tile": tile.pk, "dashboard": source.pk},
-            after={"tile": tile.pk, "dashboard": target.pk},
-        )
-        return self.respond(source)
+        self.check_object_permissions(request, target)
+
+        def move(dashboard: Dashboard) -> Dashboard:
+            dashboard_move_tile(actor=request.user, tile=tile, to_dashboard=target)
+            return dashboard
+
+        return self.write_object(source, move)
 
     @extend_schema(parameters=[PROJECT_ID], request=TemplateJSONSerializer, responses=DashboardSerializer)
     @action(detail=False, methods=["post"], required_scopes=["dashboard:write"])
@@ -184,10 +183,9 @@ class DashboardViewSet(
         serializer = TemplateJSONSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         dashboard = dashboard_create(
-            project=self.project, user=request.user, template=serializer.validated_data["template"]
+            actor=request.user, project=self.project, template=serializer.validated_data["template"]
         )
-        self.log_activity(dashboard, "created", after=self.snapshot(dashboard))
-        return self.respond(dashboard)
+        return self.created_response(dashboard, status_code=status.HTTP_200_OK)
 
 
 @extend_schema_view(
@@ -197,59 +195,123 @@ class DashboardViewSet(
         parameters=[PROJECT_ID, DASHBOARD_ID, OpenApiParameter("user__uuid", OpenApiTypes.UUID, OpenApiParameter.PATH)]
     ),
 )
-class DashboardCollaboratorViewSet(
-    DashboardAccessMixin, ProjectScopedViewSet, mixins.ListModelMixin, mixins.CreateModelMixin, mixins.DestroyModelMixin
-):
+class DashboardCollaboratorViewSet(DashboardScopedMixin, ProjectScopedViewSet, ListMixin, CreateMixin, DestroyMixin):
     # /api/projects/{project_id}/dashboards/{dashboard_id}/collaborators/ (a plain array, no pages)
     scope_object = "dashboard"
     activity_scope = "DashboardCollaborator"
     queryset = Dashboard.objects.none()
     serializer_class = DashboardCollaboratorSerializer
+    permission_classes = [*ProjectScopedViewSet.permission_classes, CanManageCollaborators]
     pagination_class = None
     lookup_field = "user__uuid"
 
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)
-        self.dashboard = self.dashboard_from_url()
-        # Adding and removing collaborators is what restricting a dashboard means: creator and admins only.
-        if request.method not in ("GET", "HEAD", "OPTIONS") and not self.is_creator_or_admin(self.dashboard):
-            raise exceptions.PermissionDenied(
-                "Only the dashboard's creator and organization admins can change its collaborators."
-            )
+        self.dashboard  # noqa: B018 - a 404 for a dashboard the caller cannot see, before the body is read
 
     def get_queryset(self):
         return self.dashboard.collaborators.select_related("user").order_by("added_at", "id")
 
     def get_serializer_context(self):
         context = super().get_serializer_context()
-        if hasattr(self, "dashboard"):
+        if "dashboard_id" in self.kwargs:
             context["dashboard"] = self.dashboard
         return context
 
-    def perform_create(self, serializer):
-        data = serializer.validated_data
-        try:
-            collaborator = dashboard_collaborator_add(dashboard=self.dashboard, user=data["user"], level=data["level"])
-        except DuplicateCollaborator as error:
-            raise exceptions.ValidationError(
-                {"user_uuid": [ErrorDetail("This user is already a collaborator on this dashboard.", "unique")]}
-            ) from error
-        serializer.instance = collaborator
-        self.log_activity(collaborator, "created", after=self.snapshot(collaborator))
+    def create_object(self, data):
+        return dashboard_collaborator_add(
+            actor=self.request.user, dashboard=self.dashboard, user=data["user"], level=data["level"]
+        )
 
 
-class DashboardSharingViewSet(DashboardAccessMixin, ProjectScopedViewSet):
-    # /api/projects/{project_id}/dashboards/{dashboard_id}/sharing/ (one object)
+class DashboardSharingViewSet(DashboardScopedMixin, ProjectScopedViewSet, UpdateMixin):
+    # /api/projects/{project_id}/dashboards/{dashboard_id}/sharing/ (one object) and .../sharing/refresh/
     scope_object = "sharing_configuration"
     activity_scope = "SharingConfiguration"
-    queryset = Dashboard.objects.none()
+    queryset = SharingConfiguration.objects.none()
     serializer_class = SharingConfigurationSerializer
+    permission_classes = [*ProjectScopedViewSet.permission_classes, CanEditSharedDashboard]
+    lookup_field = lookup_url_kwarg = "dashboard_id"
+    # The first read creates the configuration, so reads run in a transaction like writes.
+    writes_on_read = True
+
+    def get_queryset(self):
+        return SharingConfiguration.objects.filter(dashboard=self.dashboard)
+
+    def configuration(self) -> SharingConfiguration:
+        """The dashboard's configuration, created (disabled, and recorded) on first access."""
+        configuration, created = sharing_configuration_get_or_create(actor=self.request.user, dashboard=self.dashboard)
+        if created:
+            self.record_created(configuration)
+        return configuration
+
+    def get_object(self):
+        self.configuration()
+        return super().get_object()
+
+    def activity_state(self, instance, representation: dict) -> dict:
+        # Whoever holds the token sees the dashboard: the log keeps a digest of it, so a new token still shows.
+        return {**representation, "access_token": secret_mask(representation["access_token"])}
+
+    def update_object(self, instance, changes):
+        return sharing_configuration_update(actor=self.request.user, configuration=instance, **changes)
 
     @extend_schema(parameters=[PROJECT_ID, DASHBOARD_ID], responses=SharingConfigurationSerializer)
     def retrieve(self, request, *args, **kwargs):
-        """The dashboard's sharing configuration, created (disabled) on first access; its token never changes."""
-        dashboard = self.dashboard_from_url()
-        configuration, created = sharing_configuration_get_or_create(dashboard=dashboard)
-        if created:
-            self.log_activity(configuration, "created", after=self.snapshot(configuration))
-        return Response(self.get_serializer(configuration).data)
+        """The dashboard's sharing configuration, created (disabled) on first access; only refresh changes its token."""
+        return self.object_response(self.configuration())
+
+    @extend_schema(parameters=[PROJECT_ID, DASHBOARD_ID], responses=SharingConfigurationSerializer)
+    def partial_update(self, request, *args, **kwargs):
+        """Turn the dashboard's public link on or off (`{"enabled": true}`); needs edit rights on the dashboard."""
+        return super().partial_update(request, *args, **kwargs)
+
+    @extend_schema(parameters=[PROJECT_ID, DASHBOARD_ID], request=None, responses=SharingConfigurationSerializer)
+    @action(detail=True, methods=["post"], required_scopes=["sharing_configuration:write"])
+    def refresh(self, request, *args, **kwargs):
+        """Issue a new access token: the old public link stops working at once."""
+        return self.write_object(
+            self.get_object(),
+            lambda configuration: sharing_configuration_refresh(actor=request.user, configuration=configuration),
+        )
+
+
+@extend_schema_view(
+    list=extend_schema(parameters=[PROJECT_ID]),
+    create=extend_schema(parameters=[PROJECT_ID]),
+    retrieve=extend_schema(parameters=[PROJECT_ID]),
+    update=extend_schema(parameters=[PROJECT_ID]),
+    partial_update=extend_schema(parameters=[PROJECT_ID]),
+    destroy=soft_delete_schema("Insights"),
+)
+class InsightViewSet(SoftDeleteOnlyMixin, ProjectScopedViewSet, ListMixin, CreateMixin, RetrieveMixin, UpdateMixin):
+    # /api/projects/{project_id}/insights/
+    scope_object = "insight"
+    queryset = Insight.objects.none()
+    serializer_class = InsightSerializer
+    filterset_class = InsightFilterSet
+    permission_classes = [*ProjectScopedViewSet.permission_classes, CanEditInsight]
+    # An update changes tiles on several dashboards: it locks the organization (as tile moves do), then those
+    # dashboards, then the insight (see lock_for_write).
+    serialize_writes = True
+    # The activity entry names who made the change; the modifier moving with it is not a change of its own.
+    activity_ignored_fields = ProjectScopedViewSet.activity_ignored_fields | {"last_modified_by"}
+
+    def get_queryset(self):
+        queryset = insights_for_response(Insight.objects.filter(project=self.project))
+        # A soft-deleted insight is reachable only by PATCH or PUT, so that `{"deleted": false}` can restore it.
+        if self.action not in ("partial_update", "update"):
+            queryset = queryset.filter(deleted=False)
+        return queryset.order_by("-last_modified_at", "id")
+
+    def lock_for_write(self):
+        super().lock_for_write()
+        insight_lock_dashboards(
+            project=self.project, insight_id=self.kwargs["pk"], adding=requested_dashboard_ids(self.request)
+        )
+
+    def create_object(self, data):
+        return insight_create(actor=self.request.user, project=self.project, **data)
+
+    def update_object(self, instance, changes):
+        return insight_update(actor=self.request.user, insight=instance, **changes)

@@ -1,11 +1,45 @@
 from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
+from django.db import transaction
 from django.db.models import Count
 
 from organizations.models import Domain, Invite, Membership, Organization, Project
-from organizations.services import domain_verify, invite_send_email
+from organizations.services import (
+    domain_update,
+    domain_verify,
+    invite_send_email,
+    membership_delete,
+    membership_update_level,
+    organization_delete,
+    project_delete,
+    project_rotate_api_token,
+)
+from workspace.admin import RecordedInlineMixin, RecordedModelAdmin
 
 
-class MembershipInline(admin.TabularInline):
+def membership_update(request, membership: Membership, changes: dict) -> Membership:
+    """Only the level of a membership changes, through the service that keeps the organization's last owner."""
+    if set(changes) - {"level"}:
+        raise ValidationError(
+            "A membership's user and organization cannot change; remove it and add another.", code="invalid"
+        )
+    return membership_update_level(actor=request.user, membership=membership, level=changes["level"])
+
+
+class MembershipWrites:
+    """Membership edits and removals in admin go through the services that keep the organization's last owner."""
+
+    def activity_context(self, obj) -> dict:
+        return {"organization_id": obj.organization_id}
+
+    def update_object(self, request, obj, changes):
+        return membership_update(request, obj, changes)
+
+    def delete_object(self, request, obj):
+        membership_delete(actor=request.user, membership=obj)
+
+
+class MembershipInline(MembershipWrites, RecordedInlineMixin, admin.TabularInline):
     model = Membership
     extra = 0
     raw_id_fields = ("user",)
@@ -13,16 +47,22 @@ class MembershipInline(admin.TabularInline):
     readonly_fields = ("joined_at", "updated_at")
 
 
-class ProjectInline(admin.TabularInline):
+class ProjectInline(RecordedInlineMixin, admin.TabularInline):
     model = Project
     extra = 0
     fields = ("name", "created_at")
     readonly_fields = ("created_at",)
     show_change_link = True
 
+    def activity_context(self, obj) -> dict:
+        return {"organization_id": obj.organization_id, "project_id": obj.pk}
+
+    def delete_object(self, request, obj):
+        project_delete(actor=request.user, project=obj)
+
 
 @admin.register(Organization)
-class OrganizationAdmin(admin.ModelAdmin):
+class OrganizationAdmin(RecordedModelAdmin):
     list_display = ("name", "slug", "plugins_access_level", "member_total", "created_at")
     list_filter = ("plugins_access_level", "enforce_2fa", "is_member_join_email_enabled")
     search_fields = ("name", "slug", "id")
@@ -36,19 +76,42 @@ class OrganizationAdmin(admin.ModelAdmin):
     def member_total(self, organization):
         return organization.member_total
 
+    def activity_context(self, obj) -> dict:
+        return {"organization_id": obj.pk}
+
+    def delete_object(self, request, obj):
+        organization_delete(actor=request.user, organization=obj)
+
 
 @admin.register(Project)
-class ProjectAdmin(admin.ModelAdmin):
+class ProjectAdmin(RecordedModelAdmin):
     list_display = ("name", "id", "organization", "created_at")
     list_select_related = ("organization",)
     list_filter = ("created_at",)
-    search_fields = ("name", "organization__name", "uuid")
+    search_fields = ("name", "organization__name", "uuid", "=api_token")
     raw_id_fields = ("organization",)
-    readonly_fields = ("uuid", "created_at", "updated_at")
+    readonly_fields = ("uuid", "api_token", "created_at", "updated_at")
+    actions = ["rotate_api_token"]
+
+    def activity_context(self, obj) -> dict:
+        return {"organization_id": obj.organization_id, "project_id": obj.pk}
+
+    def delete_object(self, request, obj):
+        project_delete(actor=request.user, project=obj)
+
+    @admin.action(description="Rotate the API token of the selected projects (the old one stops working)")
+    def rotate_api_token(self, request, queryset):
+        rotated = self.apply_to_each(
+            request,
+            queryset,
+            lambda project: project_rotate_api_token(actor=request.user, project=project),
+            activity="api_token_rotated",
+        )
+        self.message_user(request, f"Rotated the API token of {rotated} project(s).", messages.SUCCESS)
 
 
 @admin.register(Membership)
-class MembershipAdmin(admin.ModelAdmin):
+class MembershipAdmin(MembershipWrites, RecordedModelAdmin):
     list_display = ("user", "organization", "level", "joined_at", "updated_at")
     list_select_related = ("user", "organization")
     list_filter = ("level", "joined_at")
@@ -56,9 +119,14 @@ class MembershipAdmin(admin.ModelAdmin):
     raw_id_fields = ("user", "organization")
     readonly_fields = ("id", "joined_at", "updated_at")
 
+    def get_readonly_fields(self, request, obj=None):
+        if obj is None:
+            return self.readonly_fields
+        return ("user", "organization", *self.readonly_fields)
+
 
 @admin.register(Invite)
-class InviteAdmin(admin.ModelAdmin):
+class InviteAdmin(RecordedModelAdmin):
     list_display = (
         "target_email",
         "organization",
@@ -80,21 +148,34 @@ class InviteAdmin(admin.ModelAdmin):
     def is_expired(self, invite):
         return invite.is_expired
 
+    def activity_context(self, obj) -> dict:
+        return {"organization_id": obj.organization_id}
+
     @admin.action(description="Resend the selected invites by email")
     def resend(self, request, queryset):
+        """Mail each selected pending invite again.
+
+        Each invite mailed is recorded as `resent`, even when its row ends up as it was: a mail sent to someone
+        in the organization's name is a change outside the database that the organization's admins should be
+        able to trace. A failed attempt mails nobody, so it is recorded (as `resent`, with the error) only when
+        it changed the invite's emailing fields.
+        """
         sent = failed = 0
-        for invite in queryset.filter(accepted_at__isnull=True).select_related("organization", "created_by"):
-            if invite_send_email(invite=invite):
-                sent += 1
-            else:
-                failed += 1
+        pending = queryset.filter(accepted_at__isnull=True).select_related("organization", "created_by")
+        with transaction.atomic():
+            for invite in pending.select_for_update(of=("self",)).order_by("pk"):
+                before = self.activity_state(invite)
+                mailed = invite_send_email(invite=invite)
+                sent, failed = sent + mailed, failed + (not mailed)
+                after = self.activity_state(invite)
+                self.record_activity(request, invite, "resent", before=before, after=after, force=mailed)
         self.message_user(request, f"Sent {sent} invite(s).", messages.SUCCESS)
         if failed:
             self.message_user(request, f"{failed} invite(s) could not be sent; see their email error.", messages.ERROR)
 
 
 @admin.register(Domain)
-class DomainAdmin(admin.ModelAdmin):
+class DomainAdmin(RecordedModelAdmin):
     list_display = ("domain", "organization", "verified_at", "last_verification_attempt_at", "sso_enforcement")
     list_select_related = ("organization",)
     list_filter = ("sso_enforcement", "jit_provisioning_enabled", "verified_at")
@@ -102,13 +183,24 @@ class DomainAdmin(admin.ModelAdmin):
     raw_id_fields = ("organization",)
     readonly_fields = ("id", "verification_challenge", "last_verification_attempt_at", "created_at", "updated_at")
     actions = ["verify"]
+    # As in the API, where the attempt time is not part of a domain: a failed check alone changes nothing.
+    activity_ignored_fields = RecordedModelAdmin.activity_ignored_fields | {"last_verification_attempt_at"}
+
+    def activity_context(self, obj) -> dict:
+        return {"organization_id": obj.organization_id}
+
+    def update_object(self, request, obj, changes):
+        return domain_update(actor=request.user, instance=obj, **changes)
 
     @admin.action(description="Verify the selected domains through DNS")
     def verify(self, request, queryset):
-        verified = unverified = 0
-        for domain in queryset.filter(verified_at__isnull=True):
-            if domain_verify(domain=domain).is_verified:
-                verified += 1
-            else:
-                unverified += 1
-        self.message_user(request, f"Verified {verified} domain(s); {unverified} still unverified.", messages.INFO)
+        unverified = queryset.filter(verified_at__isnull=True)
+        total = unverified.count()
+        verified = self.apply_to_each(
+            request,
+            unverified,
+            lambda domain: domain if domain.is_verified else domain_verify(actor=request.user, domain=domain),
+        )
+        self.message_user(
+            request, f"Verified {verified} domain(s); {total - verified} still unverified.", messages.INFO
+        )

@@ -1,4 +1,5 @@
 import secrets
+import string
 import uuid
 from datetime import timedelta
 
@@ -41,12 +42,46 @@ class Organization(models.Model):
         return [feature["key"] for feature in self.available_product_features or [] if isinstance(feature, dict)]
 
 
+PROJECT_API_TOKEN_PREFIX = "phc_"
+_BASE62 = string.digits + string.ascii_letters
+
+
+def new_project_api_token() -> str:
+    """A project's public token for sending events: `phc_` and 43 base62 characters (256 random bits), so that it
+    cannot be guessed although it is not a secret (it is embedded in the pages and apps that send events)."""
+    return PROJECT_API_TOKEN_PREFIX + "".join(secrets.choice(_BASE62) for _ in range(43))
+
+
+class DatabaseProjectToken(models.Func):
+    """The token the database gives a project row inserted without one: by a migration's historical model of a
+    project (from before tokens), or by hand. `phc_` and 32 hex characters of the database's own secure
+    randomness; the ORM's inserts use `new_project_api_token` instead."""
+
+    output_field = models.CharField()
+
+    def as_sql(self, compiler, connection, **extra_context):
+        raise NotImplementedError(f"{type(self).__name__} has no SQL for {connection.vendor}.")
+
+    def as_postgresql(self, compiler, connection, **extra_context):
+        return "('phc_' || replace(gen_random_uuid()::text, '-', ''))", []
+
+    def as_sqlite(self, compiler, connection, **extra_context):
+        return "('phc_' || lower(hex(randomblob(16))))", []
+
+
 class Project(models.Model):
-    """A project (called a team in the reference API): the home of dashboards and batch exports."""
+    """A project (called a team in the reference API): the home of dashboards, batch exports and events.
+
+    `api_token` names the project to the capture endpoints (DECISIONS.md §13); rotating it (in admin) revokes the
+    old one at once.
+    """
 
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="projects")
     uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     name = models.CharField(max_length=200)
+    api_token = models.CharField(
+        max_length=64, unique=True, default=new_project_api_token, db_default=DatabaseProjectToken(), editable=False
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -113,6 +148,15 @@ class Invite(models.Model):
 
     class Meta:
         ordering = ["-created_at", "id"]
+        constraints = [
+            # A new invite replaces the pending one for its email (under the organization's lock); this is the
+            # last guard. Emails are stored lower-case.
+            models.UniqueConstraint(
+                fields=["organization", "target_email"],
+                condition=models.Q(accepted_at__isnull=True),
+                name="one_pending_invite_per_email",
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.target_email} to {self.organization_id}"

@@ -1,18 +1,24 @@
 import re
+import uuid
+from collections.abc import Callable
 
+from django.core.validators import RegexValidator
+from django.db.models import QuerySet
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail
 
 from organizations.models import Domain, Invite, Membership, Organization, Project
-from workspace.api.fields import StrictIntegerChoiceField
+from organizations.tenancy import visible_organizations, visible_projects
+from workspace.api.fields import StrictBooleanField, StrictCharField, StrictEmailField, StrictIntegerChoiceField
+from workspace.api.serializers import ModelSerializer
 from workspace.serializers import UserBasicSerializer
 
 MAX_BULK_INVITES = 20
 
 
-class TeamSerializer(serializers.ModelSerializer):
+class TeamSerializer(ModelSerializer):
     """A project as listed in an organization's `teams`."""
 
     class Meta:
@@ -21,12 +27,12 @@ class TeamSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class OrganizationSerializer(serializers.ModelSerializer):
+class OrganizationSerializer(ModelSerializer):
     """An organization as its members see it; `membership_level` and `member_count` are annotations."""
 
     membership_level = serializers.IntegerField(read_only=True, allow_null=True)
     teams = TeamSerializer(source="projects", many=True, read_only=True)
-    available_features = serializers.ListField(child=serializers.CharField(), read_only=True)
+    available_features = serializers.ListField(child=StrictCharField(), read_only=True)
     member_count = serializers.SerializerMethodField()
 
     class Meta:
@@ -65,13 +71,13 @@ class OrganizationSerializer(serializers.ModelSerializer):
         return str(getattr(organization, "member_count", 0) or 0)
 
 
-class ProjectSerializer(serializers.ModelSerializer):
+class ProjectSerializer(ModelSerializer):
     organization = serializers.UUIDField(source="organization_id", read_only=True)
 
     class Meta:
         model = Project
-        fields = ["id", "uuid", "organization", "name", "created_at", "updated_at"]
-        read_only_fields = ["id", "uuid", "organization", "created_at", "updated_at"]
+        fields = ["id", "uuid", "organization", "name", "api_token", "created_at", "updated_at"]
+        read_only_fields = ["id", "uuid", "organization", "api_token", "created_at", "updated_at"]
 
 
 class LevelField(StrictIntegerChoiceField):
@@ -83,13 +89,13 @@ class LevelField(StrictIntegerChoiceField):
 
 # Named as in the reference API, so that clients generated from it find the same components.
 @extend_schema_serializer(component_name="OrganizationMember")
-class MemberSerializer(serializers.ModelSerializer):
+class MemberSerializer(ModelSerializer):
     """A membership as the members list shows it; `id` is the membership's UUID."""
 
     user = UserBasicSerializer(read_only=True)
     level = LevelField()
-    is_2fa_enabled = serializers.BooleanField(source="user.is_2fa_enabled", read_only=True)
-    has_social_auth = serializers.BooleanField(source="user.has_social_auth", read_only=True)
+    is_2fa_enabled = StrictBooleanField(source="user.is_2fa_enabled", read_only=True)
+    has_social_auth = StrictBooleanField(source="user.has_social_auth", read_only=True)
 
     class Meta:
         model = Membership
@@ -99,14 +105,14 @@ class MemberSerializer(serializers.ModelSerializer):
 
 # Named as in the reference API, so that clients generated from it find the same components.
 @extend_schema_serializer(component_name="OrganizationInvite")
-class InviteSerializer(serializers.ModelSerializer):
+class InviteSerializer(ModelSerializer):
     """An invite. The level, membership and replacement rules need the organization, so they live in the service."""
 
-    target_email = serializers.EmailField(max_length=254)
+    target_email = StrictEmailField(max_length=254)
     level = LevelField(required=False, default=Membership.Level.MEMBER)
-    message = serializers.CharField(required=False, allow_null=True, allow_blank=True)
+    message = StrictCharField(required=False, allow_null=True, allow_blank=True)
     created_by = UserBasicSerializer(read_only=True)
-    is_expired = serializers.BooleanField(read_only=True)
+    is_expired = StrictBooleanField(read_only=True)
 
     class Meta:
         model = Invite
@@ -152,13 +158,21 @@ DOMAIN_PATTERN = re.compile(r"^([a-z0-9]+(-[a-z0-9]+)*\.)+[a-z]{2,}$")
 
 # Named as in the reference API, so that clients generated from it find the same components.
 @extend_schema_serializer(component_name="OrganizationDomain")
-class DomainSerializer(serializers.ModelSerializer):
+class DomainSerializer(ModelSerializer):
     """A domain. `jit_provisioning_enabled` and `sso_enforcement` can only be turned on once it is verified."""
 
-    domain = serializers.CharField(max_length=128)
+    # The pattern is published in the schema; validate_domain then lowercases and checks DOMAIN_PATTERN.
+    domain = StrictCharField(
+        max_length=128,
+        validators=[
+            RegexValidator(
+                r"^([A-Za-z0-9]+(-[A-Za-z0-9]+)*\.)+[A-Za-z]{2,}$", "Enter a domain name such as example.com."
+            )
+        ],
+    )
     sso_enforcement = serializers.ChoiceField(choices=Domain.SSOEnforcement.choices, required=False)
-    is_verified = serializers.BooleanField(read_only=True)
-    has_saml = serializers.BooleanField(read_only=True)
+    is_verified = StrictBooleanField(read_only=True)
+    has_saml = StrictBooleanField(read_only=True)
 
     class Meta:
         model = Domain
@@ -186,11 +200,7 @@ class DomainSerializer(serializers.ModelSerializer):
         value = value.strip().lower()
         if not DOMAIN_PATTERN.match(value):
             raise serializers.ValidationError("Enter a domain name such as example.com.", code="invalid")
-        others = Domain.objects.filter(domain=value)
-        if self.instance is not None:
-            others = others.exclude(pk=self.instance.pk)
-        if others.exists():
-            raise serializers.ValidationError("This domain is already registered.", code="unique")
+        # Global uniqueness is the unique index's to decide (organizations.services), even between two requests.
         return value
 
     def validate(self, attrs):
@@ -207,3 +217,166 @@ class DomainSerializer(serializers.ModelSerializer):
                         {field: [ErrorDetail("Verify the domain before enabling this.", code="verification_required")]}
                     )
         return attrs
+
+
+class UserOrganizationSerializer(serializers.Serializer):
+    """An organization as `users/@me` lists it, from the caller's membership in it."""
+
+    id = serializers.UUIDField(source="organization.id")
+    name = StrictCharField(source="organization.name")
+    slug = StrictCharField(source="organization.slug")
+    membership_level = serializers.IntegerField(source="level")
+
+
+class UserProjectSerializer(serializers.Serializer):
+    """A project as `users/@me` shows it (`team` and `teams`, as the reference API calls projects)."""
+
+    id = serializers.IntegerField()
+    uuid = serializers.UUIDField()
+    organization = serializers.UUIDField(source="organization_id")
+    name = StrictCharField()
+    api_token = serializers.CharField()
+
+
+def parse_integer(value) -> int:
+    """A JSON integer, or a string of one (the reference's clients send either)."""
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise TypeError(value)
+    return int(value)
+
+
+def parse_uuid(value) -> uuid.UUID:
+    if not isinstance(value, str):
+        raise TypeError(value)
+    return uuid.UUID(value)
+
+
+class VisibleRecordField(serializers.Field):
+    """The id of a record the request may see, validated into that record (a 400 for any other id).
+
+    A subclass names the kind of record, how its id is read, and the tenancy selector that says what is visible.
+    """
+
+    kind: str
+    parse: Callable[[object], object]  # the id from the body; TypeError or ValueError when it is malformed
+    lookup: Callable[[object], QuerySet]  # the request's visible records of this kind
+    default_error_messages = {
+        "invalid": "Give the id of one of your {kind}s.",
+        "not_found": "You have no {kind} with this id.",
+    }
+
+    def to_internal_value(self, data):
+        try:
+            pk = self.parse(data)
+        except (TypeError, ValueError):
+            self.fail("invalid", kind=self.kind)
+        record = self.lookup(self.context["request"]).filter(pk=pk).first()
+        if record is None:
+            self.fail("not_found", kind=self.kind)
+        return record
+
+    def to_representation(self, value):
+        return value.pk
+
+
+@extend_schema_field(OpenApiTypes.UUID)
+class VisibleOrganizationField(VisibleRecordField):
+    kind = "organization"
+    parse = staticmethod(parse_uuid)
+    lookup = staticmethod(visible_organizations)
+
+
+@extend_schema_field(OpenApiTypes.INT)
+class VisibleProjectField(VisibleRecordField):
+    kind = "project"
+    parse = staticmethod(parse_integer)
+    lookup = staticmethod(visible_projects)
+
+
+class MeSerializer(UserBasicSerializer):
+    """`/api/users/@me/`: the caller, their organizations and projects, and what `@current` means for them.
+
+    `organization`, `organizations`, `team` and `teams` are in the reference API's shape, so that its clients find
+    their ids where they expect them. Only what the request may see is shown: with a key limited to some
+    organizations, a current organization or project outside them is null. `set_current_organization` and
+    `set_current_project` (or the reference's `set_current_team`) take the id of an organization or project the
+    request may see (the selectors of `organizations.tenancy`), and are validated into those records.
+    """
+
+    organization = serializers.SerializerMethodField()
+    organizations = UserOrganizationSerializer(source="visible_memberships", many=True, read_only=True)
+    team = serializers.SerializerMethodField()
+    teams = serializers.SerializerMethodField()
+    current_organization_id = serializers.SerializerMethodField()
+    current_project_id = serializers.SerializerMethodField()
+    # Null, like leaving one out, changes nothing.
+    set_current_organization = VisibleOrganizationField(write_only=True, required=False, allow_null=True)
+    set_current_project = VisibleProjectField(write_only=True, required=False, allow_null=True)
+    # The reference API's name for set_current_project.
+    set_current_team = VisibleProjectField(write_only=True, required=False, allow_null=True)
+
+    class Meta(UserBasicSerializer.Meta):
+        fields = [
+            *UserBasicSerializer.Meta.fields,
+            "organization",
+            "organizations",
+            "team",
+            "teams",
+            "current_organization_id",
+            "current_project_id",
+            "set_current_organization",
+            "set_current_project",
+            "set_current_team",
+        ]
+        read_only_fields = [
+            *UserBasicSerializer.Meta.fields,
+            "organization",
+            "organizations",
+            "team",
+            "teams",
+            "current_organization_id",
+            "current_project_id",
+        ]
+
+    def validate(self, attrs):
+        organization = attrs.pop("set_current_organization", None)
+        project, team = attrs.pop("set_current_project", None), attrs.pop("set_current_team", None)
+        if project is not None and team is not None and project.pk != team.pk:
+            raise serializers.ValidationError(
+                {"set_current_team": [ErrorDetail("Give the same project as set_current_project.", code="invalid")]}
+            )
+        if organization is not None:
+            attrs["set_current_organization"] = organization
+        if project or team:
+            attrs["set_current_project"] = project or team
+        return attrs
+
+    def _visible_membership(self, user):
+        return next(
+            (row for row in user.visible_memberships if row.organization_id == user.current_organization_id), None
+        )
+
+    @extend_schema_field(UserOrganizationSerializer(allow_null=True))
+    def get_organization(self, user):
+        membership = self._visible_membership(user)
+        return UserOrganizationSerializer(membership).data if membership else None
+
+    @extend_schema_field(UserProjectSerializer(allow_null=True))
+    def get_team(self, user):
+        project = user.current_project
+        visible = {row.organization_id for row in user.visible_memberships}
+        return UserProjectSerializer(project).data if project and project.organization_id in visible else None
+
+    @extend_schema_field(UserProjectSerializer(many=True))
+    def get_teams(self, user):
+        projects = [project for row in user.visible_memberships for project in row.organization.projects.all()]
+        return UserProjectSerializer(projects, many=True).data
+
+    @extend_schema_field({"type": "string", "format": "uuid", "nullable": True})
+    def get_current_organization_id(self, user):
+        return str(user.current_organization_id) if self._visible_membership(user) else None
+
+    @extend_schema_field({"type": "integer", "nullable": True})
+    def get_current_project_id(self, user):
+        team = self.get_team(user)
+        return team["id"] if team else None

@@ -1,29 +1,44 @@
-"""Writes that touch more than one row of the organizations app."""
+"""Writes of the organizations app. Each takes the acting user (`actor`) and raises Django's ValidationError
+for a broken rule; who may call them is declared in organizations/permissions.py, not checked here.
+
+The invariants that concurrent requests could break are held by row locks and constraints: an organization
+keeps at least one owner and one project, slugs stay unique, one pending invite per email.
+"""
 
 import logging
+import secrets
 
 import dns.exception
 import dns.resolver
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.mail import send_mail
-from django.db import transaction
-from django.db.models import Count, F, IntegerField, OuterRef, Prefetch, QuerySet, Subquery, Value
-from django.db.models.functions import Coalesce
+from django.db import IntegrityError, transaction
 from django.template.loader import render_to_string
 from django.utils import timezone
 from django.utils.text import slugify
-from rest_framework.exceptions import ErrorDetail, PermissionDenied, ValidationError
 
-from organizations.models import Domain, Invite, Membership, Organization, Project, new_verification_challenge
+from organizations.models import (
+    Domain,
+    Invite,
+    Membership,
+    Organization,
+    Project,
+    new_project_api_token,
+    new_verification_challenge,
+)
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_PROJECT_NAME = "Default project"
+SLUG_ATTEMPTS = 5
 
 
-def unique_slug(name: str) -> str:
-    """A slug from the name, with `-2`, `-3`, ... appended when it is taken."""
+def unique_slug(name: str, *, random_suffix: bool = False) -> str:
+    """A slug from the name, with `-2`, `-3`, ... appended when it is taken (or a random suffix, after races)."""
     base = slugify(name)[:40].strip("-") or "organization"
+    if random_suffix:
+        return f"{base}-{secrets.token_hex(3)}"
     taken = set(Organization.objects.filter(slug__startswith=base).values_list("slug", flat=True))
     if base not in taken:
         return base
@@ -33,66 +48,117 @@ def unique_slug(name: str) -> str:
     return f"{base}-{suffix}"
 
 
-def organizations_for_user(user, *, scoped_organizations: list[str] | None = None) -> QuerySet[Organization]:
-    """Organizations the user belongs to, with the caller's level, active member count and projects.
-
-    Three queries for a page whatever its size: COUNT, the page (level and member count as annotations),
-    and the projects prefetch.
-    """
-    active_members = (
-        Membership.objects.filter(organization=OuterRef("pk"), user__is_active=True)
-        .order_by()
-        .values("organization")
-        .annotate(count=Count("pk"))
-        .values("count")
-    )
-    queryset = (
-        Organization.objects.filter(memberships__user=user)
-        .annotate(
-            membership_level=F("memberships__level"),
-            member_count=Coalesce(Subquery(active_members, output_field=IntegerField()), Value(0)),
-        )
-        .prefetch_related(Prefetch("projects", queryset=Project.objects.order_by("id")))
-        .order_by("name", "id")
-    )
-    if scoped_organizations:
-        queryset = queryset.filter(id__in=scoped_organizations)
-    return queryset
-
-
-@transaction.atomic
-def organization_create(*, user, name: str, **fields) -> Organization:
-    """Create an organization with the creator as owner and a "Default project"; make both the user's current."""
-    organization = Organization(name=name, slug=unique_slug(name), **fields)
-    organization.full_clean()
-    organization.save()
-    Membership.objects.create(organization=organization, user=user, level=Membership.Level.OWNER)
-    project = Project.objects.create(organization=organization, name=DEFAULT_PROJECT_NAME)
+def _set_current(user, *, organization: Organization | None, project: Project | None) -> None:
     user.current_organization = organization
     user.current_project = project
     user.save(update_fields=["current_organization", "current_project"])
+
+
+def user_set_current(*, actor, user, organization: Organization | None = None, project: Project | None = None) -> bool:
+    """Make an organization and a project the user's current ones (what `@current` means for them).
+
+    A project alone brings its organization along; an organization alone brings its first project. Both must go
+    together. Which records the user may pick is the caller's to decide (through what the request may see).
+    Returns whether anything changed.
+    """
+    if project is not None and organization is not None and project.organization_id != organization.pk:
+        raise ValidationError(
+            {"set_current_project": ValidationError("This project is not in that organization.", code="invalid")}
+        )
+    if project is not None:
+        organization = project.organization
+    elif organization is not None:
+        project = organization.projects.order_by("id").first()
+    else:
+        return False
+    if (user.current_organization_id, user.current_project_id) == (organization.pk, getattr(project, "pk", None)):
+        return False
+    _set_current(user, organization=organization, project=project)
+    return True
+
+
+def _lock_organization(organization_id) -> Organization:
+    """Lock the organization's row: writes that check a rule over its rows (last project, one pending invite
+    per email) take it first, so that two of them at once run one after the other."""
+    return Organization.objects.select_for_update().get(pk=organization_id)
+
+
+@transaction.atomic
+def organization_create(*, actor, name: str, **fields) -> Organization:
+    """Create an organization with the actor as owner and a "Default project"; make both the actor's current.
+
+    Two organizations created with the same name at once both get a slug: a slug taken in between is retried.
+    """
+    organization = Organization(name=name, **fields)
+    organization.full_clean(exclude=["slug"])
+    for attempt in range(SLUG_ATTEMPTS):
+        organization.slug = unique_slug(name, random_suffix=attempt >= 2)
+        try:
+            with transaction.atomic():
+                organization.save(force_insert=True)
+            break
+        except IntegrityError:
+            if attempt == SLUG_ATTEMPTS - 1:
+                raise
+    Membership.objects.create(organization=organization, user=actor, level=Membership.Level.OWNER)
+    project = Project.objects.create(organization=organization, name=DEFAULT_PROJECT_NAME)
+    _set_current(actor, organization=organization, project=project)
     return organization
 
 
 @transaction.atomic
-def project_create(*, organization: Organization, user, name: str) -> Project:
+def organization_delete(*, actor, organization: Organization) -> None:
+    """Delete an organization and everything in it. Its members whose current organization it was move to
+    another of theirs, so that `@current` keeps meaning something."""
+    affected = list(
+        Membership.objects.filter(organization=organization, user__current_organization=organization).select_related(
+            "user"
+        )
+    )
+    organization.delete()
+    for membership in affected:
+        other = (
+            Membership.objects.filter(user=membership.user).select_related("organization").order_by("joined_at").first()
+        )
+        if other is None:
+            _set_current(membership.user, organization=None, project=None)
+        else:
+            _set_current(
+                membership.user,
+                organization=other.organization,
+                project=other.organization.projects.order_by("id").first(),
+            )
+
+
+@transaction.atomic
+def project_create(*, actor, organization: Organization, name: str) -> Project:
     project = Project(organization=organization, name=name)
     project.full_clean()
     project.save()
-    if user.current_project_id is None:
-        user.current_organization = organization
-        user.current_project = project
-        user.save(update_fields=["current_organization", "current_project"])
+    if actor.current_project_id is None:
+        _set_current(actor, organization=organization, project=project)
     return project
 
 
-def project_delete(*, project: Project) -> None:
-    """Delete a project and everything in it; an organization keeps at least one project."""
+@transaction.atomic
+def project_delete(*, actor, project: Project) -> None:
+    """Delete a project and everything in it; an organization keeps at least one project (checked under the
+    organization's lock, so two deletes at once cannot remove the last two)."""
+    _lock_organization(project.organization_id)
     if not Project.objects.filter(organization_id=project.organization_id).exclude(pk=project.pk).exists():
         raise ValidationError(
             "An organization must keep at least one project; delete the organization instead.", code="last_project"
         )
     project.delete()
+
+
+def project_rotate_api_token(*, actor, project: Project) -> Project:
+    """Give the project a new token for sending events; the old one is refused from this moment on (401).
+
+    The token is unique across projects; a collision of 256 random bits is not worth a retry."""
+    project.api_token = new_project_api_token()
+    project.save(update_fields=["api_token", "updated_at"])
+    return project
 
 
 # Members
@@ -109,34 +175,16 @@ def _only_owner(membership: Membership) -> bool:
     return owners == [membership.pk]
 
 
-def check_member_change(*, actor_level: int, actor, target: Membership, new_level: int | None = None) -> None:
-    """The level rules for changing (`new_level` given) or removing a member, as 403s.
-
-    Nobody changes their own level, but anybody may leave. Otherwise admins and owners act on members at or
-    below their own level; nobody sets a level above their own, and only owners make owners. The last-owner
-    rule is a 400 and lives in the write services below.
-    """
-    if target.user_id == actor.pk:
-        if new_level is not None:
-            raise PermissionDenied("You can't change your own access level.")
-        return
-    if actor_level < Membership.Level.ADMIN:
-        raise PermissionDenied("Only organization admins and owners can change other members.")
-    if target.level > actor_level:
-        raise PermissionDenied("You can only change members at or below your own level.")
-    if new_level is not None and new_level > actor_level:
-        raise PermissionDenied("You can't give a member a level above your own.")
-    if new_level == Membership.Level.OWNER and actor_level != Membership.Level.OWNER:
-        raise PermissionDenied("Only owners can make other members owners.")
-
-
 @transaction.atomic
-def membership_update_level(*, membership: Membership, level: int) -> Membership:
+def membership_update_level(*, actor, membership: Membership, level: int) -> Membership:
     """Set a member's level; an organization always keeps at least one owner."""
-    membership = Membership.objects.select_related("user").get(pk=membership.pk)
     if level < Membership.Level.OWNER and _only_owner(membership):
         raise ValidationError(
-            {"level": [ErrorDetail("The last owner can't be demoted; make someone else an owner first.", "last_owner")]}
+            {
+                "level": ValidationError(
+                    "The last owner can't be demoted; make someone else an owner first.", "last_owner"
+                )
+            }
         )
     membership.level = level
     membership.save(update_fields=["level", "updated_at"])
@@ -144,9 +192,8 @@ def membership_update_level(*, membership: Membership, level: int) -> Membership
 
 
 @transaction.atomic
-def membership_delete(*, membership: Membership) -> None:
+def membership_delete(*, actor, membership: Membership) -> None:
     """Remove a member (or let them leave). The last owner stays; the user's `@current` no longer points here."""
-    membership = Membership.objects.select_related("user").get(pk=membership.pk)
     if _only_owner(membership):
         raise ValidationError(
             "The last owner can't leave or be removed; make someone else an owner first.", code="last_owner"
@@ -154,9 +201,7 @@ def membership_delete(*, membership: Membership) -> None:
     user = membership.user
     membership.delete()
     if user.current_organization_id == membership.organization_id:
-        user.current_organization = None
-        user.current_project = None
-        user.save(update_fields=["current_organization", "current_project"])
+        _set_current(user, organization=None, project=None)
     elif user.current_project_id is not None and user.current_project.organization_id == membership.organization_id:
         user.current_project = None
         user.save(update_fields=["current_project"])
@@ -165,60 +210,45 @@ def membership_delete(*, membership: Membership) -> None:
 # Invites
 
 
-def invites_pending(organization: Organization) -> QuerySet[Invite]:
-    """The organization's invites that have not been accepted, newest first."""
-    return (
-        organization.invites.filter(accepted_at__isnull=True).select_related("created_by").order_by("-created_at", "id")
-    )
-
-
-def check_invite(*, organization: Organization, inviter_level: int, target_email: str, level: int) -> None:
-    """Refuse an invite above the inviter's level (403) or for someone already in the organization (400)."""
-    if level > inviter_level:
-        raise PermissionDenied("You can't invite someone at a level above your own.")
-    if Membership.objects.filter(organization=organization, user__email__iexact=target_email).exists():
-        raise ValidationError(
-            {
-                "target_email": [
-                    ErrorDetail(f"{target_email} is already a member of this organization.", "already_member")
-                ]
-            }
-        )
-
-
-def _invite_save(*, organization: Organization, created_by, target_email: str, **fields) -> Invite:
-    # A new invite replaces the earlier ones for the same address.
-    organization.invites.filter(target_email__iexact=target_email, accepted_at__isnull=True).delete()
-    invite = Invite(organization=organization, created_by=created_by, target_email=target_email.lower(), **fields)
-    invite.full_clean()
-    invite.save()
-    return invite
-
-
-def invite_create(*, organization: Organization, created_by, inviter_level: int, target_email: str, **fields) -> Invite:
+def invite_create(*, actor, organization: Organization, target_email: str, **fields) -> Invite:
     """Create (or replace) an invite, then mail it."""
     return invites_bulk_create(
-        organization=organization,
-        created_by=created_by,
-        inviter_level=inviter_level,
-        invites=[{"target_email": target_email, **fields}],
+        actor=actor, organization=organization, invites=[{"target_email": target_email, **fields}]
     )[0]
 
 
-def invites_bulk_create(
-    *, organization: Organization, created_by, inviter_level: int, invites: list[dict]
-) -> list[Invite]:
-    """Check every invite, save them all in one transaction, then mail each: all or nothing."""
-    for data in invites:
-        check_invite(
-            organization=organization,
-            inviter_level=inviter_level,
-            target_email=data["target_email"],
-            level=data.get("level", Membership.Level.MEMBER),
+@transaction.atomic
+def invites_bulk_create(*, actor, organization: Organization, invites: list[dict]) -> list[Invite]:
+    """Save every invite or none, each replacing the earlier pending invite for its email, then mail each.
+
+    The organization's row is locked first, so that parallel invites for one email leave exactly one pending
+    (a partial unique constraint is the last guard).
+    """
+    _lock_organization(organization.pk)
+    emails = [data["target_email"].lower() for data in invites]
+    members = set(
+        Membership.objects.filter(organization=organization, user__email__in=emails).values_list(
+            "user__email", flat=True
         )
-    with transaction.atomic():
-        saved = [_invite_save(organization=organization, created_by=created_by, **data) for data in invites]
-    # Mail only once the invites are committed, so nobody gets a link to an invite that was rolled back.
+    )
+    for email in emails:
+        if email in members:
+            raise ValidationError(
+                {
+                    "target_email": ValidationError(
+                        f"{email} is already a member of this organization.", "already_member"
+                    )
+                }
+            )
+    organization.invites.filter(target_email__in=emails, accepted_at__isnull=True).delete()
+    saved = []
+    for data in invites:
+        invite = Invite(
+            organization=organization, created_by=actor, **{**data, "target_email": data["target_email"].lower()}
+        )
+        invite.full_clean()
+        invite.save()
+        saved.append(invite)
     for invite in saved:
         invite_send_email(invite=invite)
     return saved
@@ -253,8 +283,9 @@ def invite_send_email(*, invite: Invite) -> bool:
 
 
 @transaction.atomic
-def invite_accept(*, invite: Invite, user) -> Membership:
-    """Join the invite's organization at its level, if the invite is for this user and still valid."""
+def invite_accept(*, actor, invite: Invite) -> Membership:
+    """Join the invite's organization at its level, if the invite is for the actor and still valid."""
+    user = actor
     invite = Invite.objects.select_for_update(of=("self",)).select_related("organization").get(pk=invite.pk)
     if invite.accepted_at is not None:
         raise ValidationError("This invite has already been used.", code="invite_used")
@@ -269,30 +300,43 @@ def invite_accept(*, invite: Invite, user) -> Membership:
     invite.accepted_by = user
     invite.save(update_fields=["accepted_at", "accepted_by", "updated_at"])
     if user.current_organization_id is None:
-        user.current_organization = invite.organization
-        user.current_project = invite.organization.projects.order_by("id").first()
-        user.save(update_fields=["current_organization", "current_project"])
+        _set_current(
+            user, organization=invite.organization, project=invite.organization.projects.order_by("id").first()
+        )
     return membership
 
 
 # Domains
 
 
-@transaction.atomic
-def domain_update(*, instance: Domain, **fields) -> Domain:
-    """Apply changes; a new domain name must be verified again, with a new challenge."""
-    new_name = fields.get("domain")
+def _domain_save(domain: Domain) -> Domain:
+    """Save; a domain registered by another request in between is a 400, decided by the unique index."""
+    domain.full_clean(validate_unique=False)
+    try:
+        with transaction.atomic():
+            domain.save()
+    except IntegrityError as error:
+        raise ValidationError({"domain": ValidationError("This domain is already registered.", "unique")}) from error
+    return domain
+
+
+def domain_create(*, actor, organization: Organization, **fields) -> Domain:
+    return _domain_save(Domain(organization=organization, **fields))
+
+
+def domain_update(*, actor, instance: Domain, **changes) -> Domain:
+    """Apply changes (`instance`, since `domain` is a field); a new name must be verified again, with a new
+    challenge."""
+    new_name = changes.get("domain")
     if new_name is not None and new_name != instance.domain:
         instance.verified_at = None
         instance.last_verification_attempt_at = None
         instance.verification_challenge = new_verification_challenge()
         instance.jit_provisioning_enabled = False
         instance.sso_enforcement = Domain.SSOEnforcement.NONE
-    for name, value in fields.items():
+    for name, value in changes.items():
         setattr(instance, name, value)
-    instance.full_clean()
-    instance.save()
-    return instance
+    return _domain_save(instance)
 
 
 def dns_txt_values(name: str) -> list[str]:
@@ -314,7 +358,7 @@ def dns_txt_values(name: str) -> list[str]:
     return [b"".join(record.strings).decode("utf-8", "replace") for record in answer]
 
 
-def domain_verify(*, domain: Domain) -> Domain:
+def domain_verify(*, actor, domain: Domain) -> Domain:
     """Look for the challenge in DNS. A match verifies the domain; anything else only records the attempt."""
     if domain.is_verified:
         raise ValidationError("This domain is already verified.", code="already_verified")

@@ -1,222 +1,173 @@
-import uuid
-from contextlib import contextmanager
-
-from django.db import IntegrityError, transaction
-from django.db.models import F
-from drf_spectacular.utils import extend_schema
-from rest_framework import exceptions, mixins, status
+from django.db.models import Prefetch
+from drf_spectacular.utils import extend_schema, extend_schema_view
+from rest_framework import exceptions
 from rest_framework.decorators import action
-from rest_framework.exceptions import ErrorDetail
+from rest_framework.generics import get_object_or_404
 from rest_framework.response import Response
 
-from apikeys.models import PersonalAPIKey
-from organizations.filters import MemberFilterSet
+from organizations.filters import ActivityLogFilterSet, MemberFilterSet
 from organizations.models import Domain, Invite, Membership, Organization, Project
+from organizations.permissions import CanChangeMember, CanInviteAtLevel, KeyMayCreateOrganizations
+from organizations.selectors import invites_pending, with_organization_stats
 from organizations.serializers import (
     BulkInviteSerializer,
     DomainSerializer,
     InviteSerializer,
     MemberSerializer,
+    MeSerializer,
     OrganizationSerializer,
     ProjectSerializer,
 )
 from organizations.services import (
-    check_member_change,
+    domain_create,
     domain_update,
     domain_verify,
     invite_accept,
     invite_create,
     invites_bulk_create,
-    invites_pending,
     membership_delete,
     membership_update_level,
     organization_create,
-    organizations_for_user,
+    organization_delete,
     project_create,
     project_delete,
+    user_set_current,
 )
-from workspace.api.viewsets import (
-    BaseViewSet,
-    MembershipLevelMixin,
+from organizations.tenancy import (
     OrganizationScopedViewSet,
-    key_allows_organization,
+    TenantViewSet,
+    key_scoped_organizations,
     parse_organization_id,
     parse_project_id,
+    visible_memberships,
+    visible_organizations,
+    visible_projects,
 )
+from workspace.api.viewsets import (
+    CreateMixin,
+    DestroyMixin,
+    ListMixin,
+    RetrieveMixin,
+    UpdateMixin,
+)
+from workspace.models import ActivityLog, User
+from workspace.serializers import ActivityLogSerializer
 
-ME = "@me"
+ADMIN = Membership.Level.ADMIN
+OWNER = Membership.Level.OWNER
 
 
-def scoped_organizations(request) -> list[str] | None:
-    key = request.auth
-    return key.scoped_organizations if isinstance(key, PersonalAPIKey) else None
-
-
-class OrganizationViewSet(
-    MembershipLevelMixin,
-    BaseViewSet,
-    mixins.ListModelMixin,
-    mixins.CreateModelMixin,
-    mixins.RetrieveModelMixin,
-    mixins.UpdateModelMixin,
-    mixins.DestroyModelMixin,
-):
+class OrganizationViewSet(TenantViewSet, ListMixin, CreateMixin, RetrieveMixin, UpdateMixin, DestroyMixin):
     # /api/organizations/ and /api/organizations/{id|@current}/
     scope_object = "organization"
     serializer_class = OrganizationSerializer
     queryset = Organization.objects.none()
+    permission_classes = [*TenantViewSet.permission_classes, KeyMayCreateOrganizations]
+    required_level = {"update": ADMIN, "partial_update": ADMIN, "destroy": OWNER}
 
     def get_queryset(self):
-        return organizations_for_user(self.request.user, scoped_organizations=scoped_organizations(self.request))
+        return with_organization_stats(visible_organizations(self.request)).order_by("name", "id")
 
-    def get_object(self):
-        self.kwargs[self.lookup_field] = str(parse_organization_id(self.request, self.kwargs[self.lookup_field]))
-        organization = super().get_object()
-        self.membership_level = organization.membership_level
-        if self.action in ("update", "partial_update"):
-            self.require_level(Membership.Level.ADMIN, "Only organization admins and owners can change it.")
-        elif self.action == "destroy":
-            self.require_level(Membership.Level.OWNER, "Only organization owners can delete it.")
-        return organization
+    def lookup_value(self, value):
+        return parse_organization_id(self.request, value)
 
     def activity_context(self, instance) -> dict:
         return {"organization_id": instance.pk}
 
-    def perform_create(self, serializer):
-        organization = organization_create(user=self.request.user, **serializer.validated_data)
-        serializer.instance = self.get_queryset().get(pk=organization.pk)
-        self.log_activity(organization, "created", after=self.snapshot(organization))
+    def create_object(self, data):
+        return organization_create(actor=self.request.user, **data)
+
+    def destroy_object(self, instance):
+        organization_delete(actor=self.request.user, organization=instance)
 
 
-class OrganizationProjectViewSet(OrganizationScopedViewSet, mixins.ListModelMixin, mixins.CreateModelMixin):
+class OrganizationProjectViewSet(OrganizationScopedViewSet, ListMixin, CreateMixin):
     # /api/organizations/{organization_id}/projects/
     scope_object = "project"
     serializer_class = ProjectSerializer
     queryset = Project.objects.none()
+    required_level = {"create": ADMIN}
 
     def get_queryset(self):
         return self.organization.projects.order_by("id")
 
-    def perform_create(self, serializer):
-        project = project_create(organization=self.organization, user=self.request.user, **serializer.validated_data)
-        serializer.instance = project
-        self.log_activity(project, "created", after=self.snapshot(project))
+    def create_object(self, data):
+        return project_create(actor=self.request.user, organization=self.organization, **data)
 
-    def create(self, request, *args, **kwargs):
-        self.require_level(Membership.Level.ADMIN, "Only organization admins and owners can create projects.")
-        return super().create(request, *args, **kwargs)
+    def activity_context(self, instance) -> dict:
+        return {"organization_id": self.organization.id, "project_id": instance.pk}
 
 
-class ProjectViewSet(
-    MembershipLevelMixin, BaseViewSet, mixins.RetrieveModelMixin, mixins.UpdateModelMixin, mixins.DestroyModelMixin
-):
+class ProjectViewSet(TenantViewSet, RetrieveMixin, UpdateMixin, DestroyMixin):
     # /api/projects/{id|@current}/
     scope_object = "project"
     serializer_class = ProjectSerializer
     queryset = Project.objects.none()
+    required_level = {"update": ADMIN, "partial_update": ADMIN, "destroy": ADMIN}
+    # A delete checks that the organization keeps a project.
+    serialize_writes = frozenset({"destroy"})
 
-    def get_object(self):
-        project_id = parse_project_id(self.request, self.kwargs[self.lookup_field])
-        project = (
-            Project.objects.filter(pk=project_id, organization__memberships__user=self.request.user)
-            .annotate(caller_level=F("organization__memberships__level"))
-            .first()
-        )
-        if project is None or not key_allows_organization(self.request, project.organization_id):
-            raise exceptions.NotFound("Project not found.")
-        self.membership_level = project.caller_level
-        if self.action != "retrieve":
-            self.require_level(Membership.Level.ADMIN, "Only organization admins and owners can change projects.")
-        return project
+    def get_queryset(self):
+        return visible_projects(self.request).order_by("id")
+
+    def lookup_value(self, value):
+        return parse_project_id(self.request, value)
+
+    def organization_to_lock(self):
+        project_id = self.lookup_value(self.kwargs[self.lookup_field])
+        return self.get_queryset().filter(pk=project_id).values_list("organization_id", flat=True).first()
 
     def activity_context(self, instance) -> dict:
         return {"organization_id": instance.organization_id, "project_id": instance.pk}
 
-    def destroy_instance(self, instance) -> None:
-        project_delete(project=instance)
+    def destroy_object(self, instance):
+        project_delete(actor=self.request.user, project=instance)
 
 
-class MemberViewSet(
-    OrganizationScopedViewSet, mixins.ListModelMixin, mixins.UpdateModelMixin, mixins.DestroyModelMixin
-):
+class MemberViewSet(OrganizationScopedViewSet, ListMixin, UpdateMixin, DestroyMixin):
     # /api/organizations/{organization_id}/members/{user uuid | @me}/
     scope_object = "organization_member"
     serializer_class = MemberSerializer
     filterset_class = MemberFilterSet
     queryset = Membership.objects.none()
+    permission_classes = [*OrganizationScopedViewSet.permission_classes, CanChangeMember]
     lookup_field = "user__uuid"
     activity_scope = "Membership"
+    # The last-owner rule spans the organization's memberships: its writes run one at a time.
+    serialize_writes = True
 
     def get_queryset(self):
         return self.organization.memberships.select_related("user").order_by("-joined_at", "id")
 
-    def get_object(self):
-        value = self.kwargs[self.lookup_field]
-        try:
-            user_uuid = self.request.user.uuid if value == ME else uuid.UUID(value)
-        except ValueError as error:
-            raise exceptions.NotFound("Member not found.") from error
-        membership = self.get_queryset().filter(user__uuid=user_uuid).first()
-        if membership is None:
-            raise exceptions.NotFound("Member not found.")
-        return membership
+    def lookup_value(self, value):
+        return self.request.user.uuid if value == "@me" else value
 
-    def perform_update(self, serializer):
-        membership = serializer.instance
-        level = serializer.validated_data.get("level")
-        check_member_change(
-            actor_level=self.membership_level, actor=self.request.user, target=membership, new_level=level
-        )
-        before = self.snapshot(membership)
-        if level is not None and level != membership.level:
-            serializer.instance = membership_update_level(membership=membership, level=level)
-        self.log_activity(serializer.instance, "updated", before=before, after=self.snapshot(serializer.instance))
+    def update_object(self, instance, changes):
+        if "level" not in changes:
+            return instance
+        return membership_update_level(actor=self.request.user, membership=instance, level=changes["level"])
 
-    def destroy_instance(self, instance) -> None:
-        check_member_change(actor_level=self.membership_level, actor=self.request.user, target=instance)
-        membership_delete(membership=instance)
+    def destroy_object(self, instance):
+        membership_delete(actor=self.request.user, membership=instance)
 
 
-class InviteViewSet(
-    OrganizationScopedViewSet, mixins.ListModelMixin, mixins.CreateModelMixin, mixins.DestroyModelMixin
-):
+class InviteViewSet(OrganizationScopedViewSet, ListMixin, CreateMixin, DestroyMixin):
     # /api/organizations/{organization_id}/invites/
     scope_object = "organization_member"
     serializer_class = InviteSerializer
     queryset = Invite.objects.none()
+    permission_classes = [*OrganizationScopedViewSet.permission_classes, CanInviteAtLevel]
+    required_level = {"destroy": ADMIN}
     activity_scope = "Invite"
-    activity_exclude_fields = frozenset({"emailing_error"})
 
     def get_queryset(self):
         return invites_pending(self.organization)
 
-    def get_object(self):
-        try:
-            invite_id = uuid.UUID(self.kwargs[self.lookup_field])
-        except ValueError as error:
-            raise exceptions.NotFound("Invite not found.") from error
-        invite = self.get_queryset().filter(pk=invite_id).first()
-        if invite is None:
-            raise exceptions.NotFound("Invite not found.")
-        return invite
-
-    def perform_create(self, serializer):
-        serializer.instance = invite_create(
-            organization=self.organization,
-            created_by=self.request.user,
-            inviter_level=self.membership_level,
-            **serializer.validated_data,
-        )
-        self.log_activity(serializer.instance, "created", after=self.snapshot(serializer.instance))
-
-    def destroy(self, request, *args, **kwargs):
-        invite = self.get_object()
-        self.require_level(Membership.Level.ADMIN, "Only organization admins and owners can delete invites.")
-        self.perform_destroy(invite)
-        return Response(status=status.HTTP_204_NO_CONTENT)
+    def create_object(self, data):
+        return invite_create(actor=self.request.user, organization=self.organization, **data)
 
     @extend_schema(
-        request=InviteSerializer(many=True),
+        request=BulkInviteSerializer(),
         responses={200: InviteSerializer(many=True)},
         description="An array of up to 20 invites, or one invite object; all are checked before any is saved. "
         "The response is an array for an array and an object for an object.",
@@ -233,102 +184,103 @@ class InviteViewSet(
         serializer = BulkInviteSerializer(data=[request.data] if single else request.data)
         serializer.is_valid(raise_exception=True)
         invites = invites_bulk_create(
-            organization=self.organization,
-            created_by=request.user,
-            inviter_level=self.membership_level,
-            invites=serializer.validated_data,
+            actor=request.user, organization=self.organization, invites=serializer.validated_data
         )
-        for invite in invites:
-            self.log_activity(invite, "created", after=self.snapshot(invite))
-        data = InviteSerializer(invites, many=True).data
-        return Response(data[0] if single else data)
+        data = [self.record_created(invite) for invite in invites]
+        return self.object_response(data=data[0]) if single else Response(data)
 
 
-@contextmanager
-def domain_taken_as_400():
-    """Another request registering the same domain between validation and save: the unique index decides."""
-    try:
-        with transaction.atomic():
-            yield
-    except IntegrityError as error:
-        raise exceptions.ValidationError(
-            {"domain": [ErrorDetail("This domain is already registered.", code="unique")]}
-        ) from error
-
-
-class DomainViewSet(
-    OrganizationScopedViewSet,
-    mixins.ListModelMixin,
-    mixins.CreateModelMixin,
-    mixins.RetrieveModelMixin,
-    mixins.UpdateModelMixin,
-    mixins.DestroyModelMixin,
-):
+class DomainViewSet(OrganizationScopedViewSet, ListMixin, CreateMixin, RetrieveMixin, UpdateMixin, DestroyMixin):
     # /api/organizations/{organization_id}/domains/
     scope_object = "organization"
     serializer_class = DomainSerializer
     queryset = Domain.objects.none()
+    required_level = {action: ADMIN for action in ("create", "update", "partial_update", "destroy", "verify")}
     activity_scope = "Domain"
 
     def get_queryset(self):
         return self.organization.domains.order_by("domain", "id")
 
-    def get_object(self):
-        try:
-            domain_id = uuid.UUID(self.kwargs[self.lookup_field])
-        except ValueError as error:
-            raise exceptions.NotFound("Domain not found.") from error
-        domain = self.get_queryset().filter(pk=domain_id).first()
-        if domain is None:
-            raise exceptions.NotFound("Domain not found.")
-        if self.action != "retrieve":
-            self.require_level(Membership.Level.ADMIN, "Only organization admins and owners can change domains.")
-        return domain
+    def create_object(self, data):
+        return domain_create(actor=self.request.user, organization=self.organization, **data)
 
-    def create(self, request, *args, **kwargs):
-        self.require_level(Membership.Level.ADMIN, "Only organization admins and owners can add domains.")
-        return super().create(request, *args, **kwargs)
-
-    def get_save_kwargs(self) -> dict:
-        return {"organization": self.organization}
-
-    def perform_create(self, serializer):
-        with domain_taken_as_400():
-            super().perform_create(serializer)
-
-    def perform_update(self, serializer):
-        before = self.snapshot(serializer.instance)
-        with domain_taken_as_400():
-            serializer.instance = domain_update(instance=serializer.instance, **serializer.validated_data)
-        self.log_activity(serializer.instance, "updated", before=before, after=self.snapshot(serializer.instance))
+    def update_object(self, instance, changes):
+        return domain_update(actor=self.request.user, instance=instance, **changes)
 
     @extend_schema(request=None, responses={200: DomainSerializer})
     @action(detail=True, methods=["post"], required_scopes=["organization:write"])
     def verify(self, request, *args, **kwargs):
-        domain = self.get_object()
-        before = self.snapshot(domain)
-        domain = domain_verify(domain=domain)
-        self.log_activity(domain, "updated", before=before, after=self.snapshot(domain))
-        return Response(self.get_serializer(domain).data)
+        return self.write_object(self.get_object(), lambda domain: domain_verify(actor=request.user, domain=domain))
 
 
-class InviteAcceptViewSet(BaseViewSet):
-    # /api/invites/{id}/accept/
+class ActivityViewSet(OrganizationScopedViewSet, ListMixin):
+    # /api/organizations/{organization_id}/activity/: the organization's activity log, newest first
+    scope_object = "organization"
+    serializer_class = ActivityLogSerializer
+    filterset_class = ActivityLogFilterSet
+    queryset = ActivityLog.objects.none()
+    required_level = {"list": ADMIN}
+
+    def get_queryset(self):
+        return ActivityLog.objects.filter(organization_id=self.organization.id).select_related("user")
+
+
+class InviteAcceptViewSet(TenantViewSet):
+    # /api/invites/{id}/accept/: the invited user, not the organization, is the caller here.
     scope_object = "organization_member"
     serializer_class = MemberSerializer
-    queryset = Invite.objects.none()
+    queryset = Membership.objects.none()
     activity_scope = "Membership"
+
+    def get_queryset(self):
+        return Membership.objects.select_related("user")
+
+    def activity_context(self, instance) -> dict:
+        return {"organization_id": instance.organization_id}
 
     @extend_schema(request=None, responses={200: MemberSerializer})
     @action(detail=True, methods=["post"], required_scopes=["organization_member:write"])
     def accept(self, request, *args, **kwargs):
-        try:
-            invite_id = uuid.UUID(self.kwargs[self.lookup_field])
-        except ValueError as error:
-            raise exceptions.NotFound("Invite not found.") from error
-        invite = Invite.objects.filter(pk=invite_id).first()
-        if invite is None or not key_allows_organization(request, invite.organization_id):
+        invite = get_object_or_404(Invite.objects.all(), pk=self.kwargs[self.lookup_field])
+        scoped = key_scoped_organizations(request)
+        if scoped is not None and str(invite.organization_id) not in scoped:
             raise exceptions.NotFound("Invite not found.")
-        membership = invite_accept(invite=invite, user=request.user)
-        self.log_activity(membership, "created", after=self.snapshot(membership))
-        return Response(MemberSerializer(membership).data)
+        membership = invite_accept(actor=request.user, invite=invite)
+        return self.created_response(membership, status_code=200)
+
+
+@extend_schema_view(
+    retrieve=extend_schema(summary="The calling user, their organizations and projects, and the current ones"),
+    partial_update=extend_schema(summary="Switch the current organization or project"),
+    update=extend_schema(summary="Switch the current organization or project"),
+)
+class UserViewSet(TenantViewSet, RetrieveMixin, UpdateMixin):
+    # /api/users/@me/ only: a key reads and changes its own user, never anyone else's.
+    scope_object = "user"
+    serializer_class = MeSerializer
+    lookup_value_regex = "@me"
+    queryset = User.objects.none()
+    activity_scope = "User"
+
+    def get_queryset(self):
+        memberships = (
+            visible_memberships(self.request)
+            .select_related("organization")
+            .prefetch_related(Prefetch("organization__projects", queryset=Project.objects.order_by("id")))
+            .order_by("joined_at", "id")
+        )
+        return User.objects.select_related("current_organization", "current_project").prefetch_related(
+            Prefetch("memberships", queryset=memberships, to_attr="visible_memberships")
+        )
+
+    def lookup_value(self, value):
+        return self.request.user.pk
+
+    def update_object(self, instance, changes):
+        user_set_current(
+            actor=self.request.user,
+            user=instance,
+            organization=changes.get("set_current_organization"),
+            project=changes.get("set_current_project"),
+        )
+        return instance

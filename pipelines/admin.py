@@ -1,10 +1,34 @@
+import datetime as dt
+import json
+from functools import cached_property
+
 from django.contrib import admin, messages
+from django.contrib.admin.options import IncorrectLookupParameters
+from django.core.paginator import Paginator
+from django.utils.html import format_html
 
-from pipelines.models import BatchExport, BatchExportBackfill, BatchExportRun, Plugin, PluginConfig, PluginSourceFile
-from pipelines.services import batch_export_pause, batch_export_unpause
+from pipelines.destinations import SECRET_KEYS
+from pipelines.models import (
+    BatchExport,
+    BatchExportBackfill,
+    BatchExportRun,
+    BatchExportRunLog,
+    Event,
+    Plugin,
+    PluginConfig,
+    PluginSourceFile,
+)
+from pipelines.serializers import secret_config_keys
+from pipelines.services import batch_export_pause, batch_export_unpause, batch_export_update, plugin_delete
+from workspace.admin import RecordedInlineMixin, RecordedModelAdmin
+from workspace.services import mask_secrets
 
 
-class BatchExportRunInline(admin.TabularInline):
+def export_context(batch_export: BatchExport) -> dict:
+    return {"organization_id": batch_export.project.organization_id, "project_id": batch_export.project_id}
+
+
+class BatchExportRunInline(RecordedInlineMixin, admin.TabularInline):
     model = BatchExportRun
     extra = 0
     fields = ("status", "data_interval_start", "data_interval_end", "records_completed", "created_at", "finished_at")
@@ -12,9 +36,12 @@ class BatchExportRunInline(admin.TabularInline):
     ordering = BatchExportRun.NEWEST_FIRST
     show_change_link = True
 
+    def activity_context(self, obj) -> dict:
+        return export_context(obj.batch_export)
+
 
 @admin.register(BatchExport)
-class BatchExportAdmin(admin.ModelAdmin):
+class BatchExportAdmin(RecordedModelAdmin):
     list_display = ("name", "destination_type", "interval", "paused", "project", "organization", "created_at")
     list_select_related = ("project__organization",)
     list_filter = ("destination_type", "interval", "paused")
@@ -28,45 +55,90 @@ class BatchExportAdmin(admin.ModelAdmin):
     def organization(self, batch_export):
         return batch_export.project.organization
 
+    def activity_context(self, obj) -> dict:
+        return export_context(obj)
+
+    def activity_state(self, obj) -> dict:
+        state = super().activity_state(obj)
+        state["destination_config"] = mask_secrets(state["destination_config"], SECRET_KEYS)
+        return state
+
+    def update_object(self, request, obj, changes):
+        return batch_export_update(actor=request.user, batch_export=obj, **changes)
+
     @admin.action(description="Pause the selected batch exports")
     def pause(self, request, queryset):
-        changed = sum(batch_export_pause(batch_export=batch_export) for batch_export in queryset)
+        changed = self.apply_to_each(
+            request, queryset, lambda export: batch_export_pause(actor=request.user, batch_export=export)
+        )
         self.message_user(request, f"Paused {changed} batch export(s).", messages.SUCCESS)
 
     @admin.action(description="Resume the selected batch exports")
     def unpause(self, request, queryset):
-        changed = sum(batch_export_unpause(batch_export=batch_export) for batch_export in queryset)
+        changed = self.apply_to_each(
+            request, queryset, lambda export: batch_export_unpause(actor=request.user, batch_export=export)
+        )
         self.message_user(request, f"Resumed {changed} batch export(s).", messages.SUCCESS)
 
 
+class BatchExportRunLogInline(RecordedInlineMixin, admin.TabularInline):
+    """The run's log lines, newest first; written by the service and the workers, never by hand."""
+
+    model = BatchExportRunLog
+    extra = 0
+    fields = ("timestamp", "level", "message")
+    readonly_fields = fields
+    ordering = BatchExportRunLog.NEWEST_FIRST
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def activity_context(self, obj) -> dict:
+        return export_context(obj.run.batch_export)
+
+
 @admin.register(BatchExportRun)
-class BatchExportRunAdmin(admin.ModelAdmin):
+class BatchExportRunAdmin(RecordedModelAdmin):
     list_display = ("id", "batch_export", "status", "data_interval_start", "data_interval_end", "created_at")
     list_select_related = ("batch_export",)
     list_filter = ("status",)
     search_fields = ("id", "batch_export__name")
     raw_id_fields = ("batch_export", "backfill")
     readonly_fields = ("id", "created_at", "last_updated_at")
+    inlines = [BatchExportRunLogInline]
+
+    def activity_context(self, obj) -> dict:
+        return export_context(obj.batch_export)
 
 
 @admin.register(BatchExportBackfill)
-class BatchExportBackfillAdmin(admin.ModelAdmin):
+class BatchExportBackfillAdmin(RecordedModelAdmin):
     list_display = ("id", "batch_export", "start_at", "end_at", "status", "created_at")
     list_select_related = ("batch_export",)
     list_filter = ("status",)
     raw_id_fields = ("batch_export",)
     readonly_fields = ("id", "created_at", "last_updated_at")
 
+    def activity_context(self, obj) -> dict:
+        return export_context(obj.batch_export)
 
-class PluginSourceFileInline(admin.StackedInline):
+
+class PluginSourceFileInline(RecordedInlineMixin, admin.StackedInline):
     model = PluginSourceFile
     extra = 0
     fields = ("filename", "source", "updated_at")
     readonly_fields = ("updated_at",)
 
+    def activity_context(self, obj) -> dict:
+        return {"organization_id": obj.plugin.organization_id}
+
 
 @admin.register(Plugin)
-class PluginAdmin(admin.ModelAdmin):
+class PluginAdmin(RecordedModelAdmin):
     list_display = ("name", "collection", "plugin_type", "organization", "tag", "latest_tag", "is_global")
     list_select_related = ("organization",)
     list_filter = ("collection", "plugin_type", "is_global")
@@ -75,12 +147,165 @@ class PluginAdmin(admin.ModelAdmin):
     readonly_fields = ("created_at", "updated_at", "latest_tag_checked_at")
     inlines = [PluginSourceFileInline]
 
+    def activity_context(self, obj) -> dict:
+        return {"organization_id": obj.organization_id}
+
+    def delete_object(self, request, obj):
+        plugin_delete(actor=request.user, plugin=obj)
+
 
 @admin.register(PluginConfig)
-class PluginConfigAdmin(admin.ModelAdmin):
+class PluginConfigAdmin(RecordedModelAdmin):
     list_display = ("plugin", "project", "enabled", "order", "updated_at")
     list_select_related = ("plugin", "project")
     list_filter = ("enabled", "plugin__collection")
     search_fields = ("plugin__name", "project__name")
     raw_id_fields = ("plugin", "project")
     readonly_fields = ("created_at", "updated_at")
+
+    def activity_context(self, obj) -> dict:
+        return {"organization_id": obj.project.organization_id, "project_id": obj.project_id}
+
+    def activity_state(self, obj) -> dict:
+        # The plugin's config schema marks which settings are secret (as in the API's representation).
+        state = super().activity_state(obj)
+        state["config"] = mask_secrets(state["config"], secret_config_keys(obj.plugin.config_schema))
+        return state
+
+
+# Events: read-only, and never counted or grouped over the whole table (a project may hold millions of rows).
+
+
+class InputFilter(admin.SimpleListFilter):
+    """A filter typed into a box instead of picked from a list: the list would need the distinct values of a column
+    of the whole events table. A subclass names its parameter and says how it filters in `filter`."""
+
+    template = "admin/pipelines/input_filter.html"
+    placeholder = ""
+
+    def lookups(self, request, model_admin):
+        return ()
+
+    def has_output(self) -> bool:
+        return True
+
+    def choices(self, changelist):
+        yield {
+            "parameter": self.parameter_name,
+            "value": self.value() or "",
+            "placeholder": self.placeholder,
+            "preserved": [(name, value) for name, value in changelist.params.items() if name != self.parameter_name],
+            "clear": changelist.get_query_string(remove=[self.parameter_name]),
+        }
+
+    def queryset(self, request, queryset):
+        value = (self.value() or "").strip()
+        if not value:
+            return queryset
+        if "\x00" in value:
+            raise IncorrectLookupParameters(f"{self.parameter_name} cannot contain a null character.")
+        return self.filter(queryset, value)
+
+    def filter(self, queryset, value: str):
+        raise NotImplementedError
+
+
+class ProjectIdFilter(InputFilter):
+    title = "project id"
+    parameter_name = "project_id"
+    placeholder = "42"
+
+    def filter(self, queryset, value):
+        if not (value.isascii() and value.isdigit() and len(value) <= 18):
+            raise IncorrectLookupParameters("The project id is a number.")
+        return queryset.filter(project_id=int(value))
+
+
+class EventNameFilter(InputFilter):
+    title = "event name"
+    parameter_name = "event"
+    placeholder = "$pageview"
+
+    def filter(self, queryset, value):
+        return queryset.filter(event=value)
+
+
+class DistinctIdFilter(InputFilter):
+    title = "distinct id"
+    parameter_name = "distinct_id"
+
+    def filter(self, queryset, value):
+        return queryset.filter(distinct_id=value)
+
+
+class TimeFilter(InputFilter):
+    """A bound on `timestamp`, ISO 8601 (UTC when no zone is given), exclusive as in the API."""
+
+    lookup = ""
+    placeholder = "2026-01-31T00:00:00Z"
+
+    def filter(self, queryset, value):
+        try:
+            moment = dt.datetime.fromisoformat(value)
+        except ValueError as error:
+            raise IncorrectLookupParameters(f"{self.parameter_name} must be an ISO 8601 date and time.") from error
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=dt.UTC)
+        return queryset.filter(**{f"timestamp__{self.lookup}": moment})
+
+
+class AfterFilter(TimeFilter):
+    title = "time after"
+    parameter_name = "after"
+    lookup = "gt"
+
+
+class BeforeFilter(TimeFilter):
+    title = "time before"
+    parameter_name = "before"
+    lookup = "lt"
+
+
+class CappedCountPaginator(Paginator):
+    """Counts at most `cap` matching rows (`SELECT COUNT(*) FROM (... LIMIT cap + 1)`), so that a page costs the
+    same whatever the table's size. Past the cap the count reads `cap + 1` and the pages stop there: narrow the
+    filters to reach older events."""
+
+    cap = 10_000
+
+    @cached_property
+    def count(self) -> int:
+        return self.object_list[: self.cap + 1].count()
+
+
+@admin.register(Event)
+class EventAdmin(RecordedModelAdmin):
+    """Events are read here, never written: they come in through the capture endpoints only."""
+
+    list_display = ("timestamp", "event", "distinct_id", "project", "uuid")
+    list_select_related = ("project",)
+    list_filter = (ProjectIdFilter, EventNameFilter, DistinctIdFilter, AfterFilter, BeforeFilter)
+    ordering = Event.NEWEST_FIRST
+    # Sorting by another column, counting the whole table or its facets would each read every row.
+    sortable_by = ()
+    show_full_result_count = False
+    show_facets = admin.ShowFacets.NEVER
+    paginator = CappedCountPaginator
+    fields = ("uuid", "project", "event", "distinct_id", "timestamp", "created_at", "properties_pretty")
+    readonly_fields = fields
+
+    @admin.display(description="properties")
+    def properties_pretty(self, event):
+        return format_html("<pre>{}</pre>", json.dumps(event.properties, indent=2, sort_keys=True, ensure_ascii=False))
+
+    def activity_context(self, obj) -> dict:
+        return {"organization_id": obj.project.organization_id, "project_id": obj.project_id}
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

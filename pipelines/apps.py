@@ -1,5 +1,14 @@
 from django.apps import AppConfig
+from django.db.models.signals import post_migrate
 
 
 class PipelinesConfig(AppConfig):
     name = "pipelines"
+
+    def ready(self):
+        from pipelines import (
+            schema,  # noqa: F401  registers the OpenAPI extension of the destination
+            signals,
+        )
+
+        post_migrate.connect(signals.create_event_partitions_after_migrate, sender=self)

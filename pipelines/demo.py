@@ -1,13 +1,23 @@
-"""Demo records for `manage.py seed_demo`: one NoOp batch export and one destination plugin in use."""
+"""Demo records for `manage.py seed_demo`: one NoOp batch export, one destination plugin in use, and a day of
+events."""
+
+import datetime as dt
+import json
+import uuid
+
+from django.utils import timezone
 
 from organizations.models import Organization, Project
 from pipelines.models import Plugin, PluginConfig, PluginSourceFile
-from pipelines.services import batch_export_create
+from pipelines.services import NewEvent, batch_export_create, events_ingest
+
+DEMO_EVENTS = 24
 
 
 def create_demo_data(*, user, organization: Organization, project: Project) -> None:
     batch_export_create(
-        organization=organization,
+        actor=user,
+        project=project,
         name="Demo export (no-op)",
         destination_type="NoOp",
         destination_config={},
@@ -28,3 +38,19 @@ def create_demo_data(*, user, organization: Organization, project: Project) -> N
     PluginConfig.objects.create(
         plugin=plugin, project=project, enabled=True, config={"url": "https://example.com/hook"}
     )
+
+    now = timezone.now()
+    events = []
+    for index in range(DEMO_EVENTS):
+        properties = {"$current_url": f"https://shop.example/page/{index % 4}", "$browser": "Firefox"}
+        events.append(
+            NewEvent(
+                uuid=uuid.uuid4(),
+                event="signed up" if index % 8 == 0 else "$pageview",
+                distinct_id=f"demo-user-{index % 5}",
+                properties=properties,
+                properties_json=json.dumps(properties),
+                timestamp=now - dt.timedelta(hours=index),
+            )
+        )
+    events_ingest(project_id=project.pk, events=events)

@@ -125,9 +125,11 @@ def config_errors(destination_type: str, config) -> dict:
     if destination_type == "S3":
         file_format = config.get("file_format", "JSONLines")
         compression = config.get("compression")
-        if file_format not in S3_FILE_FORMATS:
+        if not isinstance(file_format, str) or file_format not in S3_FILE_FORMATS:
             add("file_format", f"Unknown file format; use one of: {', '.join(S3_FILE_FORMATS)}.")
-        elif compression not in S3_FILE_FORMATS[file_format]:
+        elif (
+            not (compression is None or isinstance(compression, str)) or compression not in S3_FILE_FORMATS[file_format]
+        ):
             known = sorted(value for value in S3_FILE_FORMATS[file_format] if value)
             add("compression", f"Unknown compression for {file_format}; use null or one of: {', '.join(known)}.")
     return {"config": errors} if errors else {}

@@ -1,10 +1,11 @@
 import django_filters
 
-from pipelines.models import BatchExport, Plugin
+from pipelines.models import BatchExport, Event, Plugin
+from workspace.api.filters import FilterSet, StrictBooleanFilter
 
 
-class BatchExportFilterSet(django_filters.FilterSet):
-    paused = django_filters.BooleanFilter(field_name="paused", label="Only paused (true) or running (false) exports")
+class BatchExportFilterSet(FilterSet):
+    paused = StrictBooleanFilter(field_name="paused", label="Only paused (true) or running (false) exports")
     interval = django_filters.ChoiceFilter(
         field_name="interval", choices=BatchExport.Interval.choices, label="Interval"
     )
@@ -17,12 +18,28 @@ class BatchExportFilterSet(django_filters.FilterSet):
         fields: list[str] = []
 
 
-class PluginFilterSet(django_filters.FilterSet):
+class PluginFilterSet(FilterSet):
     plugin_type = django_filters.ChoiceFilter(
         field_name="plugin_type", choices=Plugin.PluginType.choices, label="Plugin type"
     )
-    is_global = django_filters.BooleanFilter(field_name="is_global", label="Only global (true) or local (false)")
+    is_global = StrictBooleanFilter(field_name="is_global", label="Only global (true) or local (false)")
 
     class Meta:
         model = Plugin
+        fields: list[str] = []
+
+
+class EventFilterSet(FilterSet):
+    # Both bounds are exclusive, as the reference's are.
+    event = django_filters.CharFilter(field_name="event", label="Only events with this name")
+    distinct_id = django_filters.CharFilter(field_name="distinct_id", label="Only events of this distinct id")
+    after = django_filters.IsoDateTimeFilter(
+        field_name="timestamp", lookup_expr="gt", label="Only events after this time (ISO 8601; UTC if no zone)"
+    )
+    before = django_filters.IsoDateTimeFilter(
+        field_name="timestamp", lookup_expr="lt", label="Only events before this time (ISO 8601; UTC if no zone)"
+    )
+
+    class Meta:
+        model = Event
         fields: list[str] = []

@@ -1,5 +1,6 @@
 import uuid
 
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
 
@@ -43,6 +44,10 @@ class BatchExport(models.Model):
 
     class Meta:
         ordering = ["-created_at", "id"]
+
+    def clean(self):
+        if self.start_at is not None and self.end_at is not None and self.start_at >= self.end_at:
+            raise ValidationError({"end_at": ValidationError("end_at must be after start_at.", code="invalid")})
 
     def __str__(self) -> str:
         return self.name
@@ -108,8 +113,40 @@ class BatchExportRun(models.Model):
         ordering = ["-created_at", "-data_interval_end", "-id"]
         indexes = [models.Index(fields=["batch_export", "-created_at"])]
 
+    # A run in one of these may still change: it can be cancelled.
+    UNFINISHED = (Status.STARTING, Status.RUNNING)
+
     def __str__(self) -> str:
         return f"{self.status} {self.data_interval_start:%Y-%m-%d %H:%M}"
+
+
+class BatchExportRunLog(models.Model):
+    """One log line of a run: what happened to it, newest first when listed.
+
+    The service records a line when a run is created (by a backfill or a retry), retried or cancelled; the workers
+    that execute runs add theirs.
+    """
+
+    class Level(models.TextChoices):
+        DEBUG = "DEBUG"
+        INFO = "INFO"
+        WARNING = "WARNING"
+        ERROR = "ERROR"
+
+    run = models.ForeignKey(BatchExportRun, on_delete=models.CASCADE, related_name="log_lines")
+    timestamp = models.DateTimeField(default=timezone.now)
+    level = models.CharField(max_length=16, choices=Level.choices, default=Level.INFO)
+    message = models.TextField()
+
+    NEWEST_FIRST = ("-timestamp", "-id")
+
+    class Meta:
+        ordering = ["-timestamp", "-id"]
+        indexes = [models.Index(fields=["run", "-timestamp"])]
+        verbose_name = "batch export run log line"
+
+    def __str__(self) -> str:
+        return f"{self.level} {self.message[:60]}"
 
 
 class Plugin(models.Model):
@@ -189,3 +226,60 @@ class PluginConfig(models.Model):
 
     def __str__(self) -> str:
         return f"{self.plugin} in {self.project}"
+
+
+class Event(models.Model):
+    """One event a project sent through the capture endpoints (DECISIONS.md §13): what happened (`event`), to whom
+    (`distinct_id`), when (`timestamp`, as the sender gave it) and its `properties`.
+
+    On PostgreSQL the table is partitioned by month of `timestamp` (declarative RANGE partitioning, created by
+    migration 0002 and kept by `pipelines.partitions`); on SQLite it is one plain table. `uuid` is the sender's id
+    of the event; a repeated one is not stored again (see `EventUUID`). `id` only orders events that share a
+    timestamp and names a row in admin.
+
+    Events are deleted with their project by `pipelines.signals`, in one statement, rather than loaded one by one
+    by Django's cascade: a project may hold millions.
+    """
+
+    id = models.BigAutoField(primary_key=True)
+    uuid = models.UUIDField()
+    project = models.ForeignKey(
+        "organizations.Project", on_delete=models.DO_NOTHING, related_name="events", db_index=False
+    )
+    event = models.CharField(max_length=200)
+    distinct_id = models.CharField(max_length=200)
+    properties = models.JSONField(default=dict)
+    timestamp = models.DateTimeField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    NEWEST_FIRST = ("-timestamp", "-id")
+
+    class Meta:
+        indexes = [models.Index(fields=["project", "-timestamp", "-id"], name="event_project_time")]
+
+    def __str__(self) -> str:
+        return f"{self.event} by {self.distinct_id}"
+
+
+class EventUUID(models.Model):
+    """The uuids of the events each project has stored: what makes "a repeated uuid is stored once" hold.
+
+    A unique index of a partitioned table must contain its partition key, so `(project, uuid, timestamp)` on the
+    events themselves would let a uuid in again with another timestamp. This small unpartitioned table holds
+    the rule instead: an ingest inserts its uuids here with ON CONFLICT DO NOTHING and stores only the events whose
+    uuid went in, in the same statement.
+    """
+
+    pk = models.CompositePrimaryKey("project_id", "uuid")
+    # No foreign key in the database: a row is only ever written in the statement that stores its event, whose
+    # own foreign key to the project is checked, so a second check per event would buy nothing.
+    project = models.ForeignKey(
+        "organizations.Project", on_delete=models.DO_NOTHING, related_name="+", db_index=False, db_constraint=False
+    )
+    uuid = models.UUIDField()
+
+    class Meta:
+        verbose_name = "event uuid"
+
+    def __str__(self) -> str:
+        return str(self.uuid)

@@ -1,18 +1,27 @@
 from django.utils.dateparse import parse_datetime
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
-from rest_framework import exceptions, serializers
+from rest_framework import serializers
 
-from organizations.models import Organization
 from pipelines.destinations import config_errors, public_config
-from pipelines.models import BatchExport, BatchExportRun, Plugin, PluginConfig
+from pipelines.models import (
+    BatchExport,
+    BatchExportBackfill,
+    BatchExportRun,
+    BatchExportRunLog,
+    Event,
+    Plugin,
+    PluginConfig,
+)
+from workspace.api.fields import StrictCharField
+from workspace.api.serializers import ModelSerializer
 from workspace.models import ActivityLog
 from workspace.serializers import UserBasicSerializer
 
 LATEST_RUNS = 10
 
 
-class BatchExportRunSerializer(serializers.ModelSerializer):
+class BatchExportRunSerializer(ModelSerializer):
     batch_export = serializers.UUIDField(source="batch_export_id", read_only=True)
 
     class Meta:
@@ -52,10 +61,10 @@ class BatchExportDestinationSerializer(serializers.Serializer):
         ref_name = "BatchExportDestination"
 
 
-class BatchExportSerializer(serializers.ModelSerializer):
+class BatchExportSerializer(ModelSerializer):
     team_id = serializers.IntegerField(source="project_id", read_only=True)
     destination = BatchExportDestinationSerializer(source="*")
-    hogql_query = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
+    hogql_query = StrictCharField(required=False, allow_blank=True, trim_whitespace=False)
     latest_runs = serializers.SerializerMethodField()
     schema = serializers.JSONField(read_only=True, allow_null=True)
 
@@ -103,10 +112,7 @@ class BatchExportSerializer(serializers.ModelSerializer):
                 raise serializers.ValidationError({"destination": errors})
             attrs["destination_type"] = destination_type
             attrs["destination_config"] = config
-        start_at = attrs.get("start_at", getattr(instance, "start_at", None))
-        end_at = attrs.get("end_at", getattr(instance, "end_at", None))
-        if start_at is not None and end_at is not None and start_at >= end_at:
-            raise serializers.ValidationError({"end_at": ["end_at must be after start_at."]}, code="invalid")
+        # start_at before end_at is a rule of the model (BatchExport.clean), checked when the service saves.
         return attrs
 
 
@@ -123,22 +129,75 @@ class AwareDateTimeField(serializers.DateTimeField):
         return super().to_internal_value(value)
 
 
-class BatchExportBackfillSerializer(serializers.Serializer):
+class BatchExportBackfillRangeSerializer(serializers.Serializer):
+    """The range of a backfill; its rules (start before end, not too far ahead) live in the service."""
+
     start_at = AwareDateTimeField()
     end_at = AwareDateTimeField()
 
-    def validate(self, attrs):
-        if attrs["start_at"] >= attrs["end_at"]:
-            raise serializers.ValidationError({"end_at": ["end_at must be after start_at."]}, code="invalid")
-        return attrs
+
+class BatchExportBackfillProgressSerializer(serializers.Serializer):
+    total_runs = serializers.IntegerField()
+    finished_runs = serializers.IntegerField()
+    progress = serializers.FloatField(allow_null=True, help_text="Finished runs over all runs, 0 to 1.")
 
 
-class PluginSerializer(serializers.ModelSerializer):
+class BatchExportBackfillSerializer(ModelSerializer):
+    """A backfill with its progress: its runs that finished (in any status) out of all of them.
+
+    `total_runs` and `finished_runs` are annotations of the queryset (`pipelines.selectors.backfills_with_progress`),
+    so a list costs one query whatever its length.
+    """
+
+    team = serializers.IntegerField(source="batch_export.project_id", read_only=True)
+    batch_export = serializers.UUIDField(source="batch_export_id", read_only=True)
+    progress = serializers.SerializerMethodField()
+
+    class Meta:
+        model = BatchExportBackfill
+        fields = [
+            "id",
+            "progress",
+            "start_at",
+            "end_at",
+            "status",
+            "created_at",
+            "finished_at",
+            "last_updated_at",
+            "team",
+            "batch_export",
+        ]
+        read_only_fields = fields
+
+    @extend_schema_field(BatchExportBackfillProgressSerializer)
+    def get_progress(self, backfill: BatchExportBackfill) -> dict:
+        total = backfill.total_runs
+        finished = backfill.finished_runs
+        return {
+            "total_runs": total,
+            "finished_runs": finished,
+            "progress": round(finished / total, 2) if total else None,
+        }
+
+
+class BatchExportRunLogSerializer(ModelSerializer):
+    """A log line of a run, in the reference API's log entry shape (the export is its source, the run its instance)."""
+
+    log_source_id = serializers.UUIDField(read_only=True)
+    instance_id = serializers.UUIDField(source="run_id", read_only=True)
+
+    class Meta:
+        model = BatchExportRunLog
+        fields = ["log_source_id", "instance_id", "timestamp", "level", "message"]
+        read_only_fields = fields
+
+
+class PluginSerializer(ModelSerializer):
     plugin_type = serializers.ChoiceField(
         choices=Plugin.PluginType.choices, allow_null=True, allow_blank=True, required=False
     )
     organization_id = serializers.UUIDField(read_only=True, allow_null=True)
-    organization_name = serializers.CharField(source="organization.name", read_only=True)
+    organization_name = StrictCharField(source="organization.name", read_only=True)
     config_schema = serializers.JSONField(required=False, allow_null=True)
     capabilities = serializers.JSONField(required=False, allow_null=True)
     metrics = serializers.JSONField(required=False, allow_null=True)
@@ -164,15 +223,6 @@ class PluginSerializer(serializers.ModelSerializer):
             "public_jobs",
         ]
         read_only_fields = ["id", "url", "latest_tag", "organization_id", "organization_name"]
-
-    def validate_is_global(self, value: bool) -> bool:
-        current = self.instance.is_global if self.instance is not None else False
-        if value != current and self.context.get("plugins_access_level", 0) < Organization.PluginsAccessLevel.ROOT:
-            # A permission problem, not a bad value: 403 whatever else the body holds.
-            raise exceptions.PermissionDenied(
-                "Only organizations with the root plugin access level can make a plugin global or not."
-            )
-        return value
 
 
 class PluginWithSourceSerializer(PluginSerializer):
@@ -216,11 +266,11 @@ def secret_config_keys(config_schema) -> set[str]:
     return {item["key"] for item in config_schema if isinstance(item, dict) and item.get("secret") and "key" in item}
 
 
-class PluginConfigSerializer(serializers.ModelSerializer):
+class PluginConfigSerializer(ModelSerializer):
     """An enabled plugin configuration, as listed by exports_unsubscribe_configs (secret values left out)."""
 
     plugin = serializers.IntegerField(source="plugin_id", read_only=True)
-    plugin_name = serializers.CharField(source="plugin.name", read_only=True)
+    plugin_name = StrictCharField(source="plugin.name", read_only=True)
     team_id = serializers.IntegerField(source="project_id", read_only=True)
     config = serializers.SerializerMethodField()
 
@@ -235,7 +285,7 @@ class PluginConfigSerializer(serializers.ModelSerializer):
         return {key: value for key, value in (plugin_config.config or {}).items() if key not in secrets}
 
 
-class PluginActivitySerializer(serializers.ModelSerializer):
+class PluginActivitySerializer(ModelSerializer):
     """One change to a plugin of the organization, from the activity log."""
 
     user = UserBasicSerializer(read_only=True, allow_null=True)
@@ -249,11 +299,23 @@ class PluginActivitySerializer(serializers.ModelSerializer):
 class PluginCatalogueEntrySerializer(serializers.Serializer):
     """One plugin of the catalogue (the repository action)."""
 
-    name = serializers.CharField()
-    url = serializers.CharField(required=False)
-    description = serializers.CharField(required=False, allow_blank=True)
-    icon = serializers.CharField(required=False, allow_blank=True, allow_null=True)
-    plugin_type = serializers.CharField(required=False)
-    collection = serializers.CharField(required=False)
-    latest_tag = serializers.CharField(required=False, allow_null=True)
-    maintainer = serializers.CharField(required=False, allow_blank=True)
+    name = StrictCharField()
+    url = StrictCharField(required=False)
+    description = StrictCharField(required=False, allow_blank=True)
+    icon = StrictCharField(required=False, allow_blank=True, allow_null=True)
+    plugin_type = StrictCharField(required=False)
+    collection = StrictCharField(required=False)
+    latest_tag = StrictCharField(required=False, allow_null=True)
+    maintainer = StrictCharField(required=False, allow_blank=True)
+
+
+class EventSerializer(ModelSerializer):
+    """An event as the reference lists it: its `id` is the uuid the sender gave (or the one made for it)."""
+
+    id = serializers.UUIDField(source="uuid", read_only=True)
+    properties = serializers.JSONField(read_only=True)
+
+    class Meta:
+        model = Event
+        fields = ["id", "event", "distinct_id", "properties", "timestamp"]
+        read_only_fields = fields

@@ -1,17 +1,31 @@
 """Writes of the pipelines app that touch several rows or have side effects."""
 
 import datetime as dt
+import functools
 import json
 import urllib.request
+import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
-from django.db import transaction
+from django.core.exceptions import ValidationError
+from django.db import connection, transaction
 from django.utils import timezone
-from rest_framework.exceptions import APIException, ValidationError
 
 from organizations.models import Organization, Project
-from pipelines.models import BatchExport, BatchExportBackfill, BatchExportRun, Plugin, PluginSourceFile
+from pipelines.models import (
+    BatchExport,
+    BatchExportBackfill,
+    BatchExportRun,
+    BatchExportRunLog,
+    Event,
+    EventUUID,
+    Plugin,
+    PluginSourceFile,
+)
+from pipelines.partitions import events_ensure_partitions, month_of
+from workspace.api.exceptions import UnavailableError
 
 INTERVALS = {
     BatchExport.Interval.HOUR: dt.timedelta(hours=1),
@@ -25,21 +39,18 @@ CATALOGUE_FILE = Path(__file__).resolve().parent / "plugin_catalogue.json"
 CATALOGUE_TIMEOUT_SECONDS = 10
 
 
-class CatalogueUnavailable(APIException):
-    status_code = 503
-    default_detail = "The plugin catalogue could not be read; try again later."
+class CatalogueUnavailable(UnavailableError):
     default_code = "catalogue_unavailable"
+
+    def __init__(self, detail: str = "The plugin catalogue could not be read; try again later."):
+        super().__init__(detail)
 
 
 # Batch exports
 
 
-@transaction.atomic
-def batch_export_create(*, organization: Organization, **fields) -> BatchExport:
-    """Create an export in the organization's first project (the organization route names no project)."""
-    project = Project.objects.filter(organization=organization).order_by("id").first()
-    if project is None:
-        raise ValidationError("The organization has no project to export from; create one first.", code="no_project")
+def batch_export_create(*, actor, project: Project, **fields) -> BatchExport:
+    """Create an export in the project."""
     if fields.get("paused") and not fields.get("last_paused_at"):
         fields["last_paused_at"] = timezone.now()
     batch_export = BatchExport(project=project, **fields)
@@ -48,7 +59,15 @@ def batch_export_create(*, organization: Organization, **fields) -> BatchExport:
     return batch_export
 
 
-def batch_export_update(*, batch_export: BatchExport, **fields) -> BatchExport:
+def batch_export_create_in_organization(*, actor, organization: Organization, **fields) -> BatchExport:
+    """Create an export in the organization's first project (the organization route names no project)."""
+    project = Project.objects.filter(organization=organization).order_by("id").first()
+    if project is None:
+        raise ValidationError("The organization has no project to export from; create one first.", code="no_project")
+    return batch_export_create(actor=actor, project=project, **fields)
+
+
+def batch_export_update(*, actor, batch_export: BatchExport, **fields) -> BatchExport:
     """Apply validated changes; pausing through an update stamps `last_paused_at` like `pause` does."""
     if fields.get("paused") and not batch_export.paused and not fields.get("last_paused_at"):
         fields["last_paused_at"] = timezone.now()
@@ -59,7 +78,7 @@ def batch_export_update(*, batch_export: BatchExport, **fields) -> BatchExport:
     return batch_export
 
 
-def batch_export_pause(*, batch_export: BatchExport) -> bool:
+def batch_export_pause(*, actor, batch_export: BatchExport) -> bool:
     """Pause the export; returns False (and changes nothing) when it is already paused."""
     if batch_export.paused:
         return False
@@ -69,7 +88,7 @@ def batch_export_pause(*, batch_export: BatchExport) -> bool:
     return True
 
 
-def batch_export_unpause(*, batch_export: BatchExport) -> bool:
+def batch_export_unpause(*, actor, batch_export: BatchExport) -> bool:
     """Resume the export; returns False when it was not paused."""
     if not batch_export.paused:
         return False
@@ -78,9 +97,24 @@ def batch_export_unpause(*, batch_export: BatchExport) -> bool:
     return True
 
 
+def _who(actor) -> str:
+    return getattr(actor, "email", None) or "the system"
+
+
+def _range(start: dt.datetime, end: dt.datetime) -> str:
+    return f"[{start.isoformat()}, {end.isoformat()})"
+
+
+def _log_lines(runs, message: str, *, timestamp: dt.datetime, level=BatchExportRunLog.Level.INFO) -> None:
+    """One log line for each run."""
+    BatchExportRunLog.objects.bulk_create(
+        BatchExportRunLog(run=run, timestamp=timestamp, level=level, message=message) for run in runs
+    )
+
+
 @transaction.atomic
 def batch_export_backfill(
-    *, batch_export: BatchExport, start_at: dt.datetime, end_at: dt.datetime
+    *, actor, batch_export: BatchExport, start_at: dt.datetime, end_at: dt.datetime
 ) -> BatchExportBackfill:
     """Record a backfill of [start_at, end_at) and one `Starting` run per interval of the export.
 
@@ -119,7 +153,72 @@ def batch_export_backfill(
         )
         interval_start = interval_end
     BatchExportRun.objects.bulk_create(runs)
+    _log_lines(
+        runs, f"Created by {_who(actor)} with backfill {backfill.pk} of {_range(start_at, end_at)}.", timestamp=now
+    )
     return backfill
+
+
+@transaction.atomic
+def batch_export_backfill_cancel(*, actor, backfill: BatchExportBackfill) -> BatchExportBackfill:
+    """Cancel a backfill that has not finished, and each of its runs that has not finished either."""
+    if backfill.status not in BatchExportRun.UNFINISHED:
+        raise ValidationError(
+            f"Only a starting or running backfill can be cancelled; this one is {backfill.status}.",
+            code="not_cancellable",
+        )
+    now = timezone.now()
+    runs = list(
+        BatchExportRun.objects.select_for_update()
+        .filter(backfill=backfill, status__in=BatchExportRun.UNFINISHED)
+        .order_by("data_interval_start", "id")
+    )
+    BatchExportRun.objects.filter(pk__in=[run.pk for run in runs]).update(
+        status=BatchExportRun.Status.CANCELLED, finished_at=now, last_updated_at=now
+    )
+    _log_lines(runs, f"Cancelled with its backfill by {_who(actor)}.", timestamp=now)
+    backfill.status = BatchExportRun.Status.CANCELLED
+    backfill.finished_at = now
+    backfill.save(update_fields=["status", "finished_at", "last_updated_at"])
+    return backfill
+
+
+# Runs
+
+
+@transaction.atomic
+def batch_export_run_retry(*, actor, run: BatchExportRun) -> BatchExportRun:
+    """Export the run's interval again: a new `Starting` run of the same export and interval.
+
+    Runs are idempotent at the destination, so a retry of a run that completed replaces what it wrote.
+    """
+    now = timezone.now()
+    retry = BatchExportRun.objects.create(
+        batch_export_id=run.batch_export_id,
+        status=BatchExportRun.Status.STARTING,
+        data_interval_start=run.data_interval_start,
+        data_interval_end=run.data_interval_end,
+        created_at=now,
+    )
+    interval = _range(run.data_interval_start, run.data_interval_end)
+    _log_lines([retry], f"Created by {_who(actor)} as a retry of run {run.pk} over {interval}.", timestamp=now)
+    _log_lines([run], f"Retried by {_who(actor)} as run {retry.pk}.", timestamp=now)
+    return retry
+
+
+@transaction.atomic
+def batch_export_run_cancel(*, actor, run: BatchExportRun) -> BatchExportRun:
+    """Cancel a run that is starting or running; any other status is a 400."""
+    if run.status not in BatchExportRun.UNFINISHED:
+        raise ValidationError(
+            f"Only a starting or running run can be cancelled; this one is {run.status}.", code="not_cancellable"
+        )
+    now = timezone.now()
+    run.status = BatchExportRun.Status.CANCELLED
+    run.finished_at = now
+    run.save(update_fields=["status", "finished_at", "last_updated_at"])
+    _log_lines([run], f"Cancelled by {_who(actor)}.", timestamp=now)
+    return run
 
 
 # Plugins
@@ -155,7 +254,7 @@ def catalogue_entry_for(plugin: Plugin, catalogue: list[dict]) -> dict | None:
     return None
 
 
-def plugin_check_for_updates(*, plugin: Plugin) -> bool:
+def plugin_check_for_updates(*, actor, plugin: Plugin) -> bool:
     """Record the catalogue's latest tag of the plugin; returns True when `latest_tag` changed."""
     entry = catalogue_entry_for(plugin, plugin_catalogue())
     latest_tag = entry.get("latest_tag") if entry else None
@@ -167,7 +266,7 @@ def plugin_check_for_updates(*, plugin: Plugin) -> bool:
     return changed
 
 
-def plugin_upgrade(*, plugin: Plugin) -> bool:
+def plugin_upgrade(*, actor, plugin: Plugin) -> bool:
     """Move the plugin to its latest known tag; returns True when `tag` changed."""
     if not plugin.latest_tag:
         raise ValidationError("No newer version is known; call check_for_updates first.", code="no_latest_tag")
@@ -178,14 +277,14 @@ def plugin_upgrade(*, plugin: Plugin) -> bool:
     return True
 
 
-def plugin_delete(*, plugin: Plugin) -> None:
+def plugin_delete(*, actor, plugin: Plugin) -> None:
     if plugin.is_global:
         raise ValidationError("A global plugin cannot be deleted; make it non-global first.", code="global_plugin")
     plugin.delete()
 
 
 @transaction.atomic
-def plugin_update_source(*, plugin: Plugin, files: dict[str, str | None]) -> dict[str, str]:
+def plugin_update_source(*, actor, plugin: Plugin, files: dict[str, str | None]) -> dict[str, str]:
     """Write the given source files (None deletes one); returns the plugin's files before the change."""
     before = dict(plugin.source_files.values_list("filename", "source"))
     for filename, source in files.items():
@@ -195,3 +294,95 @@ def plugin_update_source(*, plugin: Plugin, files: dict[str, str | None]) -> dic
             PluginSourceFile.objects.update_or_create(plugin=plugin, filename=filename, defaults={"source": source})
     Plugin.objects.filter(pk=plugin.pk).update(updated_at=timezone.now())
     return before
+
+
+# Events
+
+
+@dataclass(frozen=True, slots=True)
+class NewEvent:
+    """One valid event to store: what `pipelines.capture` makes of an event a sender posted. `properties_json` is
+    `properties` already serialized (the check that it is valid JSON for the database makes it anyway)."""
+
+    uuid: uuid.UUID
+    event: str
+    distinct_id: str
+    properties: dict
+    properties_json: str
+    timestamp: dt.datetime
+
+
+# One statement: the uuids go into the ledger unless the project has them, and only the events whose uuid went in
+# are stored. The batch travels as one JSON document (the events' properties already serialized inside it), which
+# the database reads in C; arrays of JSON texts would be escaped element by element on the way.
+_POSTGRESQL_INGEST = """
+WITH incoming AS (
+    SELECT * FROM jsonb_to_recordset(%s::jsonb)
+        AS incoming (uuid uuid, event text, distinct_id text, properties jsonb, "timestamp" timestamptz)
+), stored AS (
+    INSERT INTO pipelines_eventuuid (project_id, uuid) SELECT %s, uuid FROM incoming
+    ON CONFLICT DO NOTHING RETURNING uuid
+)
+INSERT INTO pipelines_event (uuid, project_id, event, distinct_id, properties, "timestamp", created_at)
+SELECT incoming.uuid, %s, incoming.event, incoming.distinct_id, incoming.properties, incoming."timestamp", %s
+FROM incoming JOIN stored ON stored.uuid = incoming.uuid
+"""
+
+
+def _batch_document(events: list[NewEvent]) -> str:
+    text = functools.partial(json.dumps, ensure_ascii=False)
+    rows = ",".join(
+        f'{{"uuid":"{event.uuid}","event":{text(event.event)},"distinct_id":{text(event.distinct_id)},'
+        f'"timestamp":"{event.timestamp.isoformat()}","properties":{event.properties_json}}}'
+        for event in events
+    )
+    return f"[{rows}]"
+
+
+# SQLite takes at most 32,766 parameters in a statement.
+_SQLITE_CHUNK = 10_000
+
+
+def events_ingest(*, project_id: int, events: list[NewEvent]) -> int:
+    """Store a project's events; returns how many were new.
+
+    An event whose uuid the project already has, from an earlier request or earlier in this batch, is not stored
+    again (the first one is kept). On PostgreSQL the months' partitions are made first (`pipelines.partitions`),
+    then the whole batch goes in with one statement; SQLite, whose writers queue on one lock, checks and inserts in
+    one transaction.
+    """
+    unique: dict[uuid.UUID, NewEvent] = {}
+    for event in events:
+        unique.setdefault(event.uuid, event)
+    if not unique:
+        return 0
+    events = list(unique.values())
+    created_at = timezone.now()
+    if connection.vendor == "postgresql":
+        events_ensure_partitions({month_of(event.timestamp) for event in events})
+        with connection.cursor() as cursor:
+            cursor.execute(_POSTGRESQL_INGEST, [_batch_document(events), project_id, project_id, created_at])
+            return cursor.rowcount
+    with transaction.atomic():
+        known = set()
+        uuids = list(unique)
+        for start in range(0, len(uuids), _SQLITE_CHUNK):
+            chunk = uuids[start : start + _SQLITE_CHUNK]
+            known.update(EventUUID.objects.filter(project_id=project_id, uuid__in=chunk).values_list("uuid", flat=True))
+        fresh = [event for event in events if event.uuid not in known]
+        EventUUID.objects.bulk_create([EventUUID(project_id=project_id, uuid=event.uuid) for event in fresh])
+        Event.objects.bulk_create(
+            [
+                Event(
+                    uuid=event.uuid,
+                    project_id=project_id,
+                    event=event.event,
+                    distinct_id=event.distinct_id,
+                    properties=event.properties,
+                    timestamp=event.timestamp,
+                    created_at=created_at,
+                )
+                for event in fresh
+            ]
+        )
+        return len(fresh)

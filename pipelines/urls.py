@@ -1,7 +1,7 @@
 """Routes under /api/organizations/{organization_id}/."""
 
 from pipelines.views import (
-    BatchExportViewSet,
+    OrganizationBatchExportViewSet,
     PipelineDestinationViewSet,
     PipelineFrontendAppViewSet,
     PipelineImportAppViewSet,
@@ -9,7 +9,7 @@ from pipelines.views import (
 from workspace.api.routers import OptionalSlashRouter
 
 router = OptionalSlashRouter()
-router.register("batch_exports", BatchExportViewSet, basename="organization-batch-exports")
+router.register("batch_exports", OrganizationBatchExportViewSet, basename="organization-batch-exports")
 router.register("pipeline_destinations", PipelineDestinationViewSet, basename="organization-pipeline-destinations")
 router.register("pipeline_frontend_apps", PipelineFrontendAppViewSet, basename="organization-pipeline-frontend-apps")
 router.register("pipeline_import_apps", PipelineImportAppViewSet, basename="organization-pipeline-import-apps")

@@ -1,19 +1,27 @@
-from django.db.models import Prefetch
-from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework import exceptions, mixins
+import uuid
+from functools import cached_property
+
+from django.db.models import Prefetch, QuerySet
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
+from rest_framework import exceptions
 from rest_framework.decorators import action
-from rest_framework.permissions import SAFE_METHODS
 from rest_framework.response import Response
 
-from organizations.models import Organization
+from organizations.tenancy import OrganizationScopedViewSet, ProjectScopedViewSet
 from pipelines.destinations import public_config
-from pipelines.filters import BatchExportFilterSet, PluginFilterSet
-from pipelines.models import BatchExport, BatchExportRun, Plugin, PluginConfig
+from pipelines.filters import BatchExportFilterSet, EventFilterSet, PluginFilterSet
+from pipelines.models import BatchExport, BatchExportBackfill, BatchExportRun, Event, Plugin, PluginConfig
+from pipelines.permissions import PluginsAccessPermission
+from pipelines.selectors import backfills_with_progress, run_log_lines
 from pipelines.serializers import (
     LATEST_RUNS,
+    BatchExportBackfillRangeSerializer,
     BatchExportBackfillSerializer,
+    BatchExportRunLogSerializer,
     BatchExportRunSerializer,
     BatchExportSerializer,
+    EventSerializer,
     PluginActivitySerializer,
     PluginCatalogueEntrySerializer,
     PluginConfigSerializer,
@@ -23,8 +31,12 @@ from pipelines.serializers import (
 )
 from pipelines.services import (
     batch_export_backfill,
+    batch_export_backfill_cancel,
     batch_export_create,
+    batch_export_create_in_organization,
     batch_export_pause,
+    batch_export_run_cancel,
+    batch_export_run_retry,
     batch_export_unpause,
     batch_export_update,
     plugin_catalogue,
@@ -33,33 +45,40 @@ from pipelines.services import (
     plugin_update_source,
     plugin_upgrade,
 )
-from workspace.api.viewsets import OrganizationScopedViewSet
+from workspace.api.pagination import UncountedLimitOffsetPagination
+from workspace.api.viewsets import CreateMixin, DestroyMixin, ListMixin, RetrieveMixin, UpdateMixin
 from workspace.models import ActivityLog
-from workspace.services import snapshot
+from workspace.services import secret_mask
 
 PLUGIN_ACTIVITY_SCOPE = "Plugin"
+PROJECT_ID = OpenApiParameter(
+    "project_id", OpenApiTypes.STR, OpenApiParameter.PATH, description="A project id, or `@current`."
+)
+BATCH_EXPORT_ID = OpenApiParameter("batch_export_id", OpenApiTypes.UUID, OpenApiParameter.PATH)
+# The project route's operations, whose `project_id` the schema cannot read from the model.
+PROJECT_ACTIONS = ["list", "create", "retrieve", "update", "partial_update", "destroy", "pause", "unpause", "backfill"]
 
 
-class BatchExportViewSet(
-    # The base class comes first so its perform_* (which record activity) win over the mixins' plain ones.
-    OrganizationScopedViewSet,
-    mixins.ListModelMixin,
-    mixins.CreateModelMixin,
-    mixins.RetrieveModelMixin,
-    mixins.UpdateModelMixin,
-    mixins.DestroyModelMixin,
-):
-    # /api/organizations/{organization_id}/batch_exports/
+class BatchExportViewSetMixin(ListMixin, CreateMixin, RetrieveMixin, UpdateMixin, DestroyMixin):
+    """The operations on batch exports, shared by the organization route and the project route.
+
+    A route says which exports it sees (`batch_exports`) and where a new one goes (`create_object`); both routes
+    show the same records, so an export created through either is found through both.
+    """
+
     scope_object = "batch_export"
     activity_scope = "BatchExport"
     serializer_class = BatchExportSerializer
     filterset_class = BatchExportFilterSet
     queryset = BatchExport.objects.none()
 
+    def batch_exports(self) -> QuerySet[BatchExport]:
+        raise NotImplementedError(f"{type(self).__name__} must say which exports its route sees.")
+
     def get_queryset(self):
         latest_runs = BatchExportRun.objects.order_by(*BatchExportRun.NEWEST_FIRST)[:LATEST_RUNS]
         return (
-            BatchExport.objects.filter(project__organization=self.organization)
+            self.batch_exports()
             .prefetch_related(Prefetch("runs", queryset=latest_runs, to_attr="prefetched_latest_runs"))
             .order_by("-created_at", "id")
         )
@@ -67,59 +86,54 @@ class BatchExportViewSet(
     def activity_context(self, instance) -> dict:
         return {"organization_id": self.organization.id, "project_id": instance.project_id}
 
-    def snapshot(self, instance) -> dict:
-        values = snapshot(instance)
-        values["destination_config"] = public_config(values.get("destination_config"))
-        return values
+    def activity_state(self, instance, representation: dict) -> dict:
+        # Secrets never appear in the representation; their digest does, so that rotating one is recorded.
+        config = instance.destination_config or {}
+        secrets = {key: value for key, value in config.items() if key not in public_config(config)}
+        return {**representation, "destination_secrets": secret_mask(secrets)}
 
-    def refreshed(self, batch_export: BatchExport) -> BatchExport:
-        """The export again, with its newest runs, after an action changed it."""
-        return self.get_queryset().get(pk=batch_export.pk)
-
-    def perform_create(self, serializer):
-        batch_export = batch_export_create(organization=self.organization, **serializer.validated_data)
-        serializer.instance = batch_export
-        self.log_activity(batch_export, "created", after=self.snapshot(batch_export))
-
-    def perform_update(self, serializer):
-        before = self.snapshot(serializer.instance)
-        batch_export = batch_export_update(batch_export=serializer.instance, **serializer.validated_data)
-        self.log_activity(batch_export, "updated", before=before, after=self.snapshot(batch_export))
-
-    def _toggle(self, change) -> Response:
-        batch_export = self.get_object()
-        before = self.snapshot(batch_export)
-        if change(batch_export=batch_export):
-            self.log_activity(batch_export, "updated", before=before, after=self.snapshot(batch_export))
-        return Response(self.get_serializer(self.refreshed(batch_export)).data)
+    def update_object(self, instance, changes):
+        return batch_export_update(actor=self.request.user, batch_export=instance, **changes)
 
     @extend_schema(request=None, responses=BatchExportSerializer, summary="Pause the export (no change if paused)")
     @action(detail=True, methods=["post"], required_scopes=["batch_export:write"])
     def pause(self, request, *args, **kwargs):
-        return self._toggle(batch_export_pause)
+        return self.write_object(
+            self.get_object(), lambda export: batch_export_pause(actor=request.user, batch_export=export)
+        )
 
     @extend_schema(request=None, responses=BatchExportSerializer, summary="Resume a paused export")
     @action(detail=True, methods=["post"], required_scopes=["batch_export:write"])
     def unpause(self, request, *args, **kwargs):
-        return self._toggle(batch_export_unpause)
+        return self.write_object(
+            self.get_object(), lambda export: batch_export_unpause(actor=request.user, batch_export=export)
+        )
 
     @extend_schema(
-        request=BatchExportBackfillSerializer,
+        request=BatchExportBackfillRangeSerializer,
         responses=BatchExportSerializer,
         summary="Export a past range again: one run per interval",
     )
     @action(detail=True, methods=["post"], required_scopes=["batch_export:write"])
     def backfill(self, request, *args, **kwargs):
         batch_export = self.get_object()
-        serializer = BatchExportBackfillSerializer(data=request.data)
+        serializer = BatchExportBackfillRangeSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        backfill = batch_export_backfill(batch_export=batch_export, **serializer.validated_data)
-        self.log_activity(
-            batch_export,
-            "backfilled",
-            after={"start_at": backfill.start_at.isoformat(), "end_at": backfill.end_at.isoformat()},
-        )
-        return Response(self.get_serializer(self.refreshed(batch_export)).data)
+
+        def backfill(export: BatchExport) -> BatchExport:
+            batch_export_backfill(actor=request.user, batch_export=export, **serializer.validated_data)
+            return export
+
+        return self.write_object(batch_export, backfill, activity="backfilled")
+
+
+class OrganizationBatchExportViewSet(BatchExportViewSetMixin, OrganizationScopedViewSet):
+    # /api/organizations/{organization_id}/batch_exports/: the exports of all the organization's projects
+    def batch_exports(self):
+        return BatchExport.objects.filter(project__organization=self.organization)
+
+    def create_object(self, data):
+        return batch_export_create_in_organization(actor=self.request.user, organization=self.organization, **data)
 
     @extend_schema(responses=BatchExportRunSerializer(many=True), summary="Runs of the export, newest first")
     @action(
@@ -135,26 +149,149 @@ class BatchExportViewSet(
         return self.get_paginated_response(BatchExportRunSerializer(page, many=True).data)
 
 
-class PluginViewSet(
-    # The base class comes first so its perform_* (which record activity) win over the mixins' plain ones.
-    OrganizationScopedViewSet,
-    mixins.ListModelMixin,
-    mixins.CreateModelMixin,
-    mixins.RetrieveModelMixin,
-    mixins.UpdateModelMixin,
-    mixins.DestroyModelMixin,
-):
-    """One of the three plugin collections; a subclass names it in `collection`.
+@extend_schema_view(**{name: extend_schema(parameters=[PROJECT_ID]) for name in PROJECT_ACTIONS})
+class ProjectBatchExportViewSet(BatchExportViewSetMixin, ProjectScopedViewSet):
+    # /api/projects/{project_id}/batch_exports/: the project's exports (runs and backfills are routes of their own)
+    def batch_exports(self):
+        return BatchExport.objects.filter(project=self.project)
 
-    The organization's `plugins_access_level` gates everything here: reading needs "config" (3), writing
-    "install" (6), and making a plugin global (or not) "root" (9).
-    """
+    def create_object(self, data):
+        return batch_export_create(actor=self.request.user, project=self.project, **data)
+
+
+class BatchExportScopedMixin:
+    """Views under one batch export of the project in the URL: a 404 for an export the caller cannot see, resolved
+    once, after the scope check and before the body is read."""
+
+    @cached_property
+    def batch_export(self) -> BatchExport:
+        try:
+            export_id = uuid.UUID(str(self.kwargs["batch_export_id"]))
+        except ValueError as error:
+            raise exceptions.NotFound("Batch export not found.") from error
+        batch_export = BatchExport.objects.filter(project=self.project, pk=export_id).first()
+        if batch_export is None:
+            raise exceptions.NotFound("Batch export not found.")
+        return batch_export
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        self.batch_export  # noqa: B018 - a 404 for another tenant's export, before anything else
+
+    def activity_context(self, instance) -> dict:
+        return {"organization_id": self.project.organization_id, "project_id": self.project.pk}
+
+
+RUN_ID = OpenApiParameter("id", OpenApiTypes.UUID, OpenApiParameter.PATH, description="The run's id.")
+BACKFILL_ID = OpenApiParameter("id", OpenApiTypes.UUID, OpenApiParameter.PATH, description="The backfill's id.")
+
+
+@extend_schema_view(
+    list=extend_schema(parameters=[PROJECT_ID, BATCH_EXPORT_ID]),
+    retrieve=extend_schema(parameters=[PROJECT_ID, BATCH_EXPORT_ID, RUN_ID]),
+)
+class BatchExportRunViewSet(BatchExportScopedMixin, ProjectScopedViewSet, ListMixin, RetrieveMixin):
+    # /api/projects/{project_id}/batch_exports/{batch_export_id}/runs/: newest first
+    scope_object = "batch_export"
+    activity_scope = "BatchExportRun"
+    serializer_class = BatchExportRunSerializer
+    queryset = BatchExportRun.objects.none()
+
+    def get_queryset(self):
+        return self.batch_export.runs.order_by(*BatchExportRun.NEWEST_FIRST)
+
+    @extend_schema(
+        parameters=[PROJECT_ID, BATCH_EXPORT_ID, RUN_ID],
+        request=None,
+        responses={201: BatchExportRunSerializer},
+        summary="Export the run's interval again: a new run, starting",
+    )
+    @action(detail=True, methods=["post"], required_scopes=["batch_export:write"])
+    def retry(self, request, *args, **kwargs):
+        run = batch_export_run_retry(actor=request.user, run=self.get_object())
+        return self.created_response(run)
+
+    @extend_schema(
+        parameters=[PROJECT_ID, BATCH_EXPORT_ID, RUN_ID],
+        request=None,
+        responses=BatchExportRunSerializer,
+        summary="Cancel a starting or running run",
+    )
+    @action(detail=True, methods=["post"], required_scopes=["batch_export:write"])
+    def cancel(self, request, *args, **kwargs):
+        return self.write_object(
+            self.get_object(), lambda run: batch_export_run_cancel(actor=request.user, run=run), activity="cancelled"
+        )
+
+    @extend_schema(
+        parameters=[PROJECT_ID, BATCH_EXPORT_ID, RUN_ID],
+        responses=BatchExportRunLogSerializer(many=True),
+        summary="The run's log lines, newest first",
+    )
+    @action(
+        detail=True,
+        methods=["get"],
+        required_scopes=["batch_export:read"],
+        serializer_class=BatchExportRunLogSerializer,
+        filter_backends=[],
+    )
+    def logs(self, request, *args, **kwargs):
+        page = self.paginate_queryset(run_log_lines(self.get_object()))
+        return self.get_paginated_response(BatchExportRunLogSerializer(page, many=True).data)
+
+
+@extend_schema_view(
+    list=extend_schema(parameters=[PROJECT_ID, BATCH_EXPORT_ID]),
+    create=extend_schema(
+        parameters=[PROJECT_ID, BATCH_EXPORT_ID],
+        request=BatchExportBackfillRangeSerializer,
+        responses={201: BatchExportBackfillSerializer},
+        summary="Export a past range again: a backfill with one run per interval",
+    ),
+    retrieve=extend_schema(parameters=[PROJECT_ID, BATCH_EXPORT_ID, BACKFILL_ID]),
+)
+class BatchExportBackfillViewSet(BatchExportScopedMixin, ProjectScopedViewSet, ListMixin, CreateMixin, RetrieveMixin):
+    # /api/projects/{project_id}/batch_exports/{batch_export_id}/backfills/: newest first, with their progress
+    scope_object = "batch_export"
+    activity_scope = "BatchExportBackfill"
+    serializer_class = BatchExportBackfillSerializer
+    queryset = BatchExportBackfill.objects.none()
+
+    def get_queryset(self):
+        return backfills_with_progress(self.batch_export.backfills.all()).order_by("-created_at", "id")
+
+    def get_serializer_class(self):
+        return BatchExportBackfillRangeSerializer if self.action == "create" else BatchExportBackfillSerializer
+
+    def create_object(self, data):
+        return batch_export_backfill(actor=self.request.user, batch_export=self.batch_export, **data)
+
+    @extend_schema(
+        parameters=[PROJECT_ID, BATCH_EXPORT_ID, BACKFILL_ID],
+        request=None,
+        responses=BatchExportBackfillSerializer,
+        summary="Cancel the backfill and its unfinished runs",
+    )
+    @action(detail=True, methods=["post"], required_scopes=["batch_export:write"])
+    def cancel(self, request, *args, **kwargs):
+        return self.write_object(
+            self.get_object(),
+            lambda backfill: batch_export_backfill_cancel(actor=request.user, backfill=backfill),
+            activity="cancelled",
+        )
+
+
+class PluginViewSet(OrganizationScopedViewSet, ListMixin, CreateMixin, RetrieveMixin, UpdateMixin, DestroyMixin):
+    """One of the three plugin collections; a subclass names it in `collection`."""
 
     scope_object = "plugin"
     activity_scope = PLUGIN_ACTIVITY_SCOPE
     serializer_class = PluginSerializer
     filterset_class = PluginFilterSet
     queryset = Plugin.objects.none()
+    permission_classes = [*OrganizationScopedViewSet.permission_classes, PluginsAccessPermission]
+    # Fields that move on every catalogue check: not a change worth recording on their own.
+    activity_ignored_fields = OrganizationScopedViewSet.activity_ignored_fields | {"latest_tag_checked_at"}
     collection: str = ""
 
     def get_queryset(self):
@@ -164,73 +301,53 @@ class PluginViewSet(
             .order_by("name", "id")
         )
 
-    def get_serializer_context(self):
-        context = super().get_serializer_context()
-        if hasattr(self, "organization"):
-            context["plugins_access_level"] = self.organization.plugins_access_level
-        return context
-
     def get_save_kwargs(self) -> dict:
         return {"organization": self.organization, "collection": self.collection}
 
-    def initial(self, request, *args, **kwargs):
-        super().initial(request, *args, **kwargs)
-        level = self.organization.plugins_access_level
-        if request.method in SAFE_METHODS:
-            if level < Organization.PluginsAccessLevel.CONFIG:
-                raise exceptions.PermissionDenied("This organization's plugin access level does not allow plugins.")
-        elif level < Organization.PluginsAccessLevel.INSTALL:
-            raise exceptions.PermissionDenied(
-                "This organization's plugin access level does not allow changing plugins."
-            )
-
-    def destroy_instance(self, instance) -> None:
-        plugin_delete(plugin=instance)
+    def destroy_object(self, instance) -> None:
+        plugin_delete(actor=self.request.user, plugin=instance)
 
     @extend_schema(responses=PluginSerializer, summary="Look up the plugin's latest tag in the catalogue")
-    @action(detail=True, methods=["get"], required_scopes=["plugin:read"])
+    @action(detail=True, methods=["get"], required_scopes=["plugin:read"], writes_on_read=True)
     def check_for_updates(self, request, *args, **kwargs):
-        plugin = self.get_object()
-        before = self.snapshot(plugin)
-        if plugin_check_for_updates(plugin=plugin):
-            self.log_activity(plugin, "updated", before=before, after=self.snapshot(plugin))
-        return Response(PluginSerializer(plugin, context=self.get_serializer_context()).data)
+        return self.write_object(
+            self.get_object(), lambda plugin: plugin_check_for_updates(actor=request.user, plugin=plugin)
+        )
 
     @extend_schema(request=None, responses=PluginSerializer, summary="Move the plugin to its latest tag")
     @action(detail=True, methods=["post"], required_scopes=["plugin:write"])
     def upgrade(self, request, *args, **kwargs):
-        plugin = self.get_object()
-        before = self.snapshot(plugin)
-        if plugin_upgrade(plugin=plugin):
-            self.log_activity(plugin, "updated", before=before, after=self.snapshot(plugin))
-        return Response(PluginSerializer(plugin, context=self.get_serializer_context()).data)
-
-    def plugin_with_source(self, pk) -> Response:
-        plugin = self.get_queryset().prefetch_related("source_files").get(pk=pk)
-        return Response(PluginWithSourceSerializer(plugin, context=self.get_serializer_context()).data)
+        return self.write_object(self.get_object(), lambda plugin: plugin_upgrade(actor=request.user, plugin=plugin))
 
     @extend_schema(responses=PluginWithSourceSerializer, summary="The plugin with its source files")
-    @action(detail=True, methods=["get"], required_scopes=["plugin:read"])
+    @action(
+        detail=True,
+        methods=["get"],
+        required_scopes=["plugin:read"],
+        object_serializer_class=PluginWithSourceSerializer,
+    )
     def source(self, request, *args, **kwargs):
-        return self.plugin_with_source(self.get_object().pk)
+        return self.object_response(self.get_object())
 
     @extend_schema(
         request={"application/json": {"type": "object", "additionalProperties": {"type": "string", "nullable": True}}},
         responses=PluginWithSourceSerializer,
         summary="Write source files: {filename: text}, null deletes a file",
     )
-    @action(detail=True, methods=["patch"], required_scopes=["plugin:write"])
+    @action(
+        detail=True,
+        methods=["patch"],
+        required_scopes=["plugin:write"],
+        object_serializer_class=PluginWithSourceSerializer,
+    )
     def update_source(self, request, *args, **kwargs):
         plugin = self.get_object()
         files = PluginSourceFilesField().run_validation(request.data)
-        before = plugin_update_source(plugin=plugin, files=files)
-        self.log_activity(
+        return self.write_object(
             plugin,
-            "source_updated",
-            before={"source": {filename: before.get(filename) for filename in files}},
-            after={"source": files},
+            lambda plugin: plugin_update_source(actor=request.user, plugin=plugin, files=files),
+            activity="source_updated",
         )
-        return self.plugin_with_source(plugin.pk)
 
     @extend_schema(
         responses=PluginCatalogueEntrySerializer(many=True), summary="Plugins of the catalogue for this collection"
@@ -292,3 +409,18 @@ class PipelineFrontendAppViewSet(PluginViewSet):
 class PipelineImportAppViewSet(PluginViewSet):
     # /api/organizations/{organization_id}/pipeline_import_apps/
     collection = Plugin.Collection.IMPORT_APP
+
+
+class EventViewSet(ProjectScopedViewSet, ListMixin):
+    """A project's events, newest first. The list is not counted (`count` is null; `next` says whether more
+    follow), since a project may hold millions of events."""
+
+    # /api/projects/{project_id}/events/
+    scope_object = "query"
+    serializer_class = EventSerializer
+    filterset_class = EventFilterSet
+    pagination_class = UncountedLimitOffsetPagination
+    queryset = Event.objects.none()
+
+    def get_queryset(self):
+        return Event.objects.filter(project=self.project).order_by(*Event.NEWEST_FIRST)

@@ -6,7 +6,9 @@ through the service and returns an APIClient that sends it.
 """
 
 import pytest
+from django.conf import settings
 from django.core.cache import cache
+from django.test import Client
 from rest_framework.test import APIClient
 
 from apikeys.services import api_key_create
@@ -14,6 +16,17 @@ from organizations.models import Membership
 from tests.organizations.factories import MembershipFactory, OrganizationFactory, ProjectFactory
 from tests.reference_schema import load_reference
 from tests.workspace.factories import UserFactory
+
+
+def pytest_collection_modifyitems(config, items):
+    """Skip `requires_postgres` tests unless the database is PostgreSQL: they need its row locks and its
+    concurrent writers, which SQLite (one writer at a time) cannot show."""
+    if settings.DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+        return
+    skip = pytest.mark.skip(reason="needs PostgreSQL: set DATABASE_URL=postgres://...")
+    for item in items:
+        if item.get_closest_marker("requires_postgres"):
+            item.add_marker(skip)
 
 
 @pytest.fixture(autouse=True)
@@ -96,6 +109,26 @@ def api_client(alice):
     return client
 
 
+@pytest.fixture
+def operator(db):
+    """A superuser working in admin."""
+    return UserFactory(email="operator@example.com", is_staff=True, is_superuser=True)
+
+
+@pytest.fixture
+def admin_client(operator):
+    """A browser logged into admin as the operator (Django's client: forms, CSRF off, redirects)."""
+    client = Client()
+    client.force_login(operator)
+    return client
+
+
+@pytest.fixture(autouse=True)
+def _demo_key_file(settings, tmp_path_factory):
+    # seed_demo keeps the demo key in a file: a test must never replace the developer's own.
+    settings.DEMO_KEY_FILE = tmp_path_factory.getbasetemp() / "demo-key"
+
+
 @pytest.fixture(autouse=True)
 def _no_real_dns(settings):
     # Domain verification must never reach the network from a test: point it at a local port nothing
@@ -121,3 +154,38 @@ def matrix(alice, organization, project):
         return route.path.format(**ids)
 
     return build
+
+
+@pytest.fixture(scope="session")
+def live_service_process(django_db_setup, django_db_blocker):
+    """One copy of the service in gunicorn for the session, on the test database (see tests/live.py)."""
+    from tests.live import start_service
+
+    with django_db_blocker.unblock():
+        service = start_service()
+    yield service
+    service.stop()
+
+
+@pytest.fixture
+def live_service(live_service_process, transactional_db):
+    """The live service; rows the test creates are committed, so the service sees them."""
+    return live_service_process
+
+
+@pytest.fixture
+def start_live_service(transactional_db):
+    """start_live_service(env={...}, workers=1, threads=4, server="gunicorn") -> a copy of the service of this
+    test's own, with environment overrides (a DATABASE_URL through a proxy, a REDIS_URL...); stopped at the end."""
+    from tests.live import start_service
+
+    services = []
+
+    def start(*, env: dict[str, str] | None = None, workers: int = 1, threads: int = 4, server: str = "gunicorn"):
+        service = start_service(env=env, workers=workers, threads=threads, server=server)
+        services.append(service)
+        return service
+
+    yield start
+    for service in services:
+        service.stop()

@@ -80,16 +80,12 @@ class User(AbstractBaseUser, PermissionsMixin):
 
 
 class ActivityLog(models.Model):
-    """One write made through the API: who made it, with which key, to what, and the state before and after.
+    """One change made through the API or admin: who made it, with which key, to what, and the changed fields
+    before and after.
 
     Organization and project are stored as plain ids, not foreign keys, so the history outlives the
     records it describes.
     """
-
-    class Activity(models.TextChoices):
-        CREATED = "created"
-        UPDATED = "updated"
-        DELETED = "deleted"
 
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
@@ -98,7 +94,7 @@ class ActivityLog(models.Model):
     project_id = models.BigIntegerField(null=True, blank=True, db_index=True)
     scope = models.CharField(max_length=64, help_text="Kind of record, e.g. Dashboard or Plugin.")
     item_id = models.CharField(max_length=64)
-    activity = models.CharField(max_length=64)
+    activity = models.CharField(max_length=64, help_text="created, updated or deleted, or an action's name.")
     detail = models.JSONField(default=dict, blank=True, help_text="`before` and `after` states, and a `name`.")
 
     class Meta:

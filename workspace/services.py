@@ -1,10 +1,15 @@
-"""Cross-app writes: the activity log that every API write records."""
+"""Cross-app writes: the activity log that every write records, from the API and from admin alike."""
 
+import hashlib
+import hmac
 import json
+from collections.abc import Collection
 
+from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 
+from workspace.api.viewsets import VOLATILE_FIELDS, diff
 from workspace.models import ActivityLog
 
 
@@ -16,6 +21,23 @@ def snapshot(instance: models.Model, exclude: frozenset[str] = frozenset()) -> d
         if field.name not in exclude and field.attname not in exclude
     }
     return json.loads(json.dumps(values, cls=DjangoJSONEncoder))
+
+
+def secret_mask(value) -> str:
+    """What the activity log keeps of a secret: a keyed digest. A changed secret still reads as a change, while
+    the value, and anything that would help guess it without the server's SECRET_KEY, stays out of the log."""
+    message = json.dumps(value, sort_keys=True, cls=DjangoJSONEncoder).encode()
+    return "masked:" + hmac.new(settings.SECRET_KEY.encode(), message, hashlib.sha256).hexdigest()[:12]
+
+
+def mask_secrets(values, secret_keys: Collection[str]):
+    """A config object with the values of its secret keys masked; anything that is not an object is kept as is."""
+    if not isinstance(values, dict):
+        return values
+    return {
+        key: secret_mask(value) if key in secret_keys and value not in (None, "") else value
+        for key, value in values.items()
+    }
 
 
 def activity_log_record(
@@ -41,4 +63,39 @@ def activity_log_record(
         item_id=str(item_id),
         activity=activity,
         detail={"name": name, "before": before, "after": after},
+    )
+
+
+def activity_record_change(
+    *,
+    user,
+    instance: models.Model,
+    scope: str,
+    activity: str,
+    before: dict | None,
+    after: dict | None,
+    api_key=None,
+    organization_id=None,
+    project_id=None,
+    ignored: frozenset[str] = VOLATILE_FIELDS,
+    force: bool = False,
+) -> ActivityLog | None:
+    """Record one change of `instance` from its state before (None for a creation) and after (None for a
+    deletion), keeping only the fields that differ. An update that changed nothing outside `ignored` records
+    nothing, unless `force` says the write had an effect outside the row (a mail sent)."""
+    if before is not None and after is not None:
+        before, after = diff(before, after, ignored)
+        if not before and not after and not force:
+            return None
+    return activity_log_record(
+        user=user,
+        api_key=api_key,
+        scope=scope,
+        item_id=instance.pk,
+        activity=activity,
+        organization_id=organization_id,
+        project_id=project_id,
+        name=str(getattr(instance, "name", "") or ""),
+        before=before,
+        after=after,
     )

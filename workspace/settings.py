@@ -5,6 +5,7 @@ and `DATABASE_URL` (see README "Configuration").
 """
 
 import os
+import sys
 from pathlib import Path
 
 import dj_database_url
@@ -53,6 +54,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "django_filters",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "workspace",
     "organizations",
     "apikeys",
@@ -62,13 +64,17 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "workspace.api.middleware.ContentSecurityPolicyMiddleware",
     "workspace.api.middleware.APIRequestSizeMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "workspace.api.idempotency.IdempotencyMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "workspace.api.middleware.DatabaseUnavailableMiddleware",
 ]
 
 ROOT_URLCONF = "workspace.urls"
@@ -101,7 +107,39 @@ DATABASES = {
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # SQLite keeps connections per thread; a long-lived connection buys nothing there.
     DATABASES["default"]["CONN_MAX_AGE"] = 0
+    # Writers take the lock when their transaction starts and wait for each other instead of failing with
+    # "database is locked"; WAL lets readers go on while one process writes.
+    DATABASES["default"]["OPTIONS"] = {
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 20,
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
+    # The test database is a file, so that a copy of the service in another process can share it.
+    DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / "test.sqlite3")}
     DATA_DIR.mkdir(parents=True, exist_ok=True)
+else:
+    # A database that is down or stuck must cost a request a bounded time, then a 503 (workspace/api/exceptions.py),
+    # never a hang: libpq gives up connecting after DATABASE_CONNECT_TIMEOUT seconds (2 at least), the server ends
+    # statements after DATABASE_STATEMENT_TIMEOUT_MS, keepalives notice a peer that vanished while a connection was
+    # idle, and workspace/db.py ends a wait for an answer that never comes after DATABASE_RESPONSE_TIMEOUT_MS.
+    DATABASE_STATEMENT_TIMEOUT_MS = env_int("DATABASE_STATEMENT_TIMEOUT_MS", 15_000)
+    # 0 turns either off: a long migration may need `DATABASE_STATEMENT_TIMEOUT_MS=0`, which turns off both.
+    DATABASE_RESPONSE_TIMEOUT_MS = env_int(
+        "DATABASE_RESPONSE_TIMEOUT_MS", DATABASE_STATEMENT_TIMEOUT_MS + 5_000 if DATABASE_STATEMENT_TIMEOUT_MS else 0
+    )
+    _options = DATABASES["default"].setdefault("OPTIONS", {})
+    _options.setdefault("connect_timeout", env_int("DATABASE_CONNECT_TIMEOUT", 5))
+    _options.setdefault("keepalives", 1)
+    _options.setdefault("keepalives_idle", 30)
+    _options.setdefault("keepalives_interval", 10)
+    _options.setdefault("keepalives_count", 3)
+    _options["options"] = f"{_options.get('options', '')} -c statement_timeout={DATABASE_STATEMENT_TIMEOUT_MS}".strip()
+
+# `manage.py runserver` serves every request in a thread of its own, and a connection kept open for reuse would
+# outlive its thread: one leaked connection per request until the database refuses more. The development server
+# therefore closes connections at the end of each request; production servers (gunicorn) keep theirs.
+if sys.argv[1:2] == ["runserver"]:
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_USER_MODEL = "workspace.User"
@@ -118,25 +156,87 @@ TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
 
+# Static files (the admin's, Swagger UI's and Redoc's) are served by the application itself through WhiteNoise, so
+# they work under gunicorn with DEBUG off, where Django serves none. In production `manage.py collectstatic` gathers
+# them into STATIC_ROOT with hashed, compressed copies that are cached for a year; in development they are read
+# from the installed apps as they are.
 STATIC_URL = "static/"
 STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", BASE_DIR / "staticfiles"))
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
+        if DEBUG
+        else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+    },
+}
+WHITENOISE_USE_FINDERS = DEBUG
+WHITENOISE_AUTOREFRESH = DEBUG
 
 # Shared cache: Redis when REDIS_URL is set (rate-limit counters then hold across processes),
-# otherwise a per-process memory cache.
+# otherwise a per-process memory cache. Redis fails open (workspace/cache.py): while it is unreachable or hung,
+# requests are still served and counted per process; the short socket timeouts bound what a request can lose to it.
 REDIS_URL = os.environ.get("REDIS_URL", "")
+REDIS_SOCKET_TIMEOUT = float(os.environ.get("REDIS_SOCKET_TIMEOUT", "0.25"))
 if REDIS_URL:
     CACHES = {
         "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "BACKEND": "workspace.cache.FailOpenRedisCache",
             "LOCATION": REDIS_URL,
             "KEY_PREFIX": os.environ.get("CACHE_KEY_PREFIX", "workspace"),
+            "RETRY_INTERVAL": float(os.environ.get("REDIS_RETRY_INTERVAL", "5")),
+            "OPTIONS": {"socket_connect_timeout": REDIS_SOCKET_TIMEOUT, "socket_timeout": REDIS_SOCKET_TIMEOUT},
         }
     }
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
+# Idempotency-Key records (workspace/api/idempotency.py) must be shared by every process: the shared Redis
+# when there is one, else a table in the database (created by a migration through `createcachetable`).
+IDEMPOTENCY_CACHE = "idempotency"
+IDEMPOTENCY_TTL_SECONDS = 24 * 3600
+if REDIS_URL:
+    CACHES[IDEMPOTENCY_CACHE] = {**CACHES["default"], "KEY_PREFIX": CACHES["default"]["KEY_PREFIX"] + ":idem"}
+else:
+    CACHES[IDEMPOTENCY_CACHE] = {
+        "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+        "LOCATION": "idempotency_records",
+        # Records expire after 24 h; never cull younger ones to make room.
+        "OPTIONS": {"MAX_ENTRIES": 10**9},
+    }
+
+
+# Content-Security-Policy (workspace/api/middleware.py), for a response that sets none itself. API responses are
+# data: they load nothing and are framed nowhere. HTML pages (admin, landing page, the docs) load only from the
+# service; inline styles are allowed because the admin and Redoc have some. The docs serve Swagger UI and Redoc from
+# the service's own static files (drf-spectacular-sidecar), and Redoc runs its search in a worker made from a blob.
+def _policy(**directives: str) -> str:
+    return "; ".join(f"{name.replace('_', '-')} {value}" for name, value in directives.items())
+
+
+_HTML_POLICY = {
+    "default_src": "'self'",
+    "script_src": "'self'",
+    "style_src": "'self' 'unsafe-inline'",
+    "img_src": "'self' data:",
+    "object_src": "'none'",
+    "base_uri": "'none'",
+    "form_action": "'self'",
+    "frame_ancestors": "'none'",
+}
+CONTENT_SECURITY_POLICY_API = _policy(default_src="'none'", frame_ancestors="'none'")
+CONTENT_SECURITY_POLICY_HTML = _policy(**_HTML_POLICY)
+CONTENT_SECURITY_POLICY_DOCS = _policy(**_HTML_POLICY, worker_src="'self' blob:")
+
 # Request bodies above this size are refused with 413 before they are parsed.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MAX_REQUEST_BODY_BYTES", 1024 * 1024)
+
+# Events in (DECISIONS.md §13): the capture endpoints refuse bodies larger than this after decompression (413).
+CAPTURE_MAX_BODY_BYTES = env_int("CAPTURE_MAX_BODY_BYTES", 20_000_000)
+# Monthly partitions of the events table (PostgreSQL) are created for this many months ahead of the current one,
+# and on demand for months up to this many months back; other months' events go to the default partition.
+EVENT_PARTITION_MONTHS_AHEAD = env_int("EVENT_PARTITION_MONTHS_AHEAD", 3)
+EVENT_PARTITION_MONTHS_BEHIND = env_int("EVENT_PARTITION_MONTHS_BEHIND", 24)
 
 # Email: console backend in development; SMTP when EMAIL_HOST is set.
 EMAIL_HOST = os.environ.get("EMAIL_HOST", "")
@@ -166,9 +266,15 @@ DOMAIN_VERIFICATION_TIMEOUT = float(os.environ.get("DOMAIN_VERIFICATION_TIMEOUT"
 # Plugin catalogue: a bundled JSON file, or a URL serving the same document.
 PLUGIN_CATALOGUE_URL = os.environ.get("PLUGIN_CATALOGUE_URL", "")
 
+# Temporal (batch export schedules) is not integrated yet; when an address is set, /readyz checks that it accepts
+# TCP connections.
+TEMPORAL_ADDRESS = os.environ.get("TEMPORAL_ADDRESS", "")
+
 # Personal API keys.
 API_KEY_PREFIX = "phx_"
 API_KEY_LAST_USED_INTERVAL_SECONDS = 3600
+# Where `manage.py seed_demo` keeps the demo key, so that each `make run` reuses it while it is valid.
+DEMO_KEY_FILE = Path(os.environ.get("DEMO_KEY_FILE", DATA_DIR / "demo-key"))
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -177,9 +283,9 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": [
         "rest_framework.permissions.IsAuthenticated",
-        "workspace.api.permissions.APIScopePermission",
+        "apikeys.permissions.APIScopePermission",
     ],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["workspace.api.parsers.JSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PAGINATION_CLASS": "workspace.api.pagination.LimitOffsetPagination",
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
@@ -190,7 +296,12 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_RATES": {
         "burst": os.environ.get("API_RATE_LIMIT_BURST", "480/minute"),
         "sustained": os.environ.get("API_RATE_LIMIT_SUSTAINED", "4800/hour"),
+        # Failed authentications per client address (apikeys/authentication.py).
+        "auth_failure": os.environ.get("API_AUTH_FAILURE_RATE", "60/minute"),
     },
+    # The client address is the connecting one unless reverse proxies in front set X-Forwarded-For: with none
+    # trusted, a client cannot pick its own address to dodge the per-address limits.
+    "NUM_PROXIES": env_int("NUM_PROXIES", 0),
     "EXCEPTION_HANDLER": "workspace.api.exceptions.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "workspace.api.schema.ScopedAutoSchema",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
@@ -206,6 +317,12 @@ SPECTACULAR_SETTINGS = {
     ),
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Swagger UI and Redoc come with the service (drf-spectacular-sidecar), so the docs need no CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    # No badge fetched from the public validator: the page talks to this service only.
+    "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
     "COMPONENT_SPLIT_REQUEST": True,
     "SCHEMA_PATH_PREFIX": "/api/",
     "SECURITY": [{"PersonalAPIKeyAuth": []}],
@@ -229,6 +346,8 @@ LOGGING = {
 if not DEBUG:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
+    # Probes call these over plain HTTP inside the network, and most count a redirect as success.
+    SECURE_REDIRECT_EXEMPT = [r"^healthz/?$", r"^readyz/?$"]
     SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31536000)
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = True

@@ -1,12 +1,10 @@
 from django.contrib import admin
 from django.urls import include, path, re_path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView
 
-from workspace.api.routers import OptionalSlashRouter
-from workspace.views import UserViewSet, api_not_found, landing_page
-
-users_router = OptionalSlashRouter()
-users_router.register("users", UserViewSet, basename="users")
+from dashboards.pages import shared_dashboard
+from workspace.health import healthz, readyz
+from workspace.views import DocsView, RedocView, api_not_found, landing_page
 
 organization_routes = [
     path("", include("organizations.nested_urls")),
@@ -14,19 +12,25 @@ organization_routes = [
 ]
 project_routes = [
     path("", include("dashboards.urls")),
+    path("", include("pipelines.project_urls")),
 ]
 
 urlpatterns = [
     path("", landing_page, name="landing"),
+    re_path(r"^healthz/?$", healthz, name="healthz"),
+    re_path(r"^readyz/?$", readyz, name="readyz"),
     path("admin/", admin.site.urls),
+    # A shared dashboard's public page (HTML, no key); the token is URL-safe base64.
+    re_path(r"^shared/(?P<access_token>[A-Za-z0-9_-]+)/?$", shared_dashboard, name="shared-dashboard"),
     re_path(r"^api/schema/?$", SpectacularAPIView.as_view(), name="schema"),
-    re_path(r"^api/docs/?$", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
-    path("api/", include(users_router.urls)),
+    re_path(r"^api/docs/?$", DocsView.as_view(url_name="schema"), name="docs"),
+    re_path(r"^api/redoc/?$", RedocView.as_view(url_name="schema"), name="redoc"),
     path("api/", include("apikeys.urls")),
     path("api/", include("organizations.urls")),
     path("api/organizations/<str:organization_id>/", include(organization_routes)),
     path("api/projects/<str:project_id>/", include(project_routes)),
     re_path(r"^api(/|$)", api_not_found),
+    path("", include("pipelines.capture_urls")),
 ]
 
 handler404 = "workspace.views.api_not_found"

@@ -1,45 +1,44 @@
-from django.db.models import Prefetch
+from django.conf import settings
 from django.shortcuts import render
 from django.views import defaults
-from drf_spectacular.utils import extend_schema
-from rest_framework import mixins
-from rest_framework.response import Response
+from django.views.decorators.csrf import csrf_exempt
+from drf_spectacular.views import SpectacularRedocView, SpectacularSwaggerSplitView
 
-from apikeys.models import PersonalAPIKey
-from organizations.models import Membership
 from workspace.api.exceptions import error_response
-from workspace.api.viewsets import BaseViewSet
-from workspace.models import User
-from workspace.serializers import MeSerializer
 
 
-class UserViewSet(BaseViewSet, mixins.RetrieveModelMixin):
-    # /api/users/@me/ only: a key reads its own user, never anyone else's.
-    scope_object = "user"
-    serializer_class = MeSerializer
-    lookup_value_regex = "@me"
-    queryset = User.objects.none()
+class DocsPolicyMixin:
+    """A docs page: public, not an operation of the API, under the docs' Content-Security-Policy."""
 
-    @extend_schema(summary="The calling user, their organizations and current organization and project")
-    def retrieve(self, request, *args, **kwargs):
-        memberships = Membership.objects.filter(user=request.user).select_related("organization").order_by("joined_at")
-        key = request.auth
-        if isinstance(key, PersonalAPIKey) and key.scoped_organizations:
-            memberships = memberships.filter(organization_id__in=key.scoped_organizations)
-        user = (
-            User.objects.select_related("current_organization", "current_project")
-            .prefetch_related(Prefetch("memberships", queryset=memberships, to_attr="visible_memberships"))
-            .get(pk=request.user.pk)
-        )
-        return Response(self.get_serializer(user).data)
+    schema = None  # a page about the API, not an operation of it
+
+    def get(self, request, *args, **kwargs):
+        response = super().get(request, *args, **kwargs)
+        response["Content-Security-Policy"] = settings.CONTENT_SECURITY_POLICY_DOCS
+        return response
+
+
+class DocsView(DocsPolicyMixin, SpectacularSwaggerSplitView):
+    """Swagger UI, from the service's own static files. The split view serves its start-up script from this URL
+    (`?script`) instead of inline, so the page's policy needs no inline scripts."""
+
+
+class RedocView(DocsPolicyMixin, SpectacularRedocView):
+    """Redoc, from the service's own static files; the template leaves out the web fonts Redoc's default page loads
+    from elsewhere (it falls back to the system's)."""
+
+    template_name = "workspace/redoc.html"
 
 
 def landing_page(request):
     return render(request, "workspace/index.html")
 
 
+# Exempt: the API authenticates with keys, not cookies, and a write to an unmatched URL must get the JSON 404 too,
+# not Django's HTML CSRF page (there is nothing here to protect).
+@csrf_exempt
 def api_not_found(request, exception=None):
-    """JSON 404 under /api/ for URLs no route matches; the usual page elsewhere."""
+    """JSON 404 under /api/ for URLs no route matches, whatever the method; the usual page elsewhere."""
     if request.path == "/api" or request.path.startswith("/api/"):
         return error_response(404, "invalid_request", "not_found", "Not found.")
     return defaults.page_not_found(request, exception)

@@ -56,3 +56,17 @@ def test_bad_arguments_fail_and_issue_nothing(db, args, message):
         run("someone@example.com", *args)
     assert not PersonalAPIKey.objects.exists()
     assert not User.objects.filter(email="someone@example.com").exists()
+
+
+def test_issues_an_insight_key_that_opens_the_insights_api(alice, project):
+    """`insight` is part of the scope vocabulary: the command, the admin form and the API share it."""
+    from apikeys.admin import PersonalAPIKeyIssueForm
+
+    plaintext = run(alice.email, "--scopes", "insight:write")[-1]
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {plaintext}")
+
+    assert client.post(f"/api/projects/{project.pk}/insights/", {"name": "x"}, format="json").status_code == 201
+    assert client.get(f"/api/projects/{project.pk}/dashboards/").status_code == 403
+    choices = [value for value, _ in PersonalAPIKeyIssueForm.base_fields["scopes"].choices]
+    assert {"insight:read", "insight:write"} <= set(choices)

@@ -13,9 +13,9 @@ from django.urls.resolvers import URLPattern, URLResolver
 from rest_framework.test import APIClient
 
 import tests
+from apikeys.permissions import required_scopes_for
 from apikeys.scopes import OBJECTS
 from tests.scope_matrix import Route
-from workspace.api.permissions import required_scopes_for
 
 MODULES = [
     importlib.import_module(f"tests.{info.name}.scope_routes")

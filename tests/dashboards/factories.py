@@ -1,6 +1,15 @@
 import factory
 
-from dashboards.models import Dashboard, DashboardCollaborator, DashboardTag, DashboardTile, SharingConfiguration
+from dashboards.models import (
+    Dashboard,
+    DashboardCollaborator,
+    DashboardTag,
+    DashboardTile,
+    Insight,
+    InsightTag,
+    SharingConfiguration,
+    Text,
+)
 from tests.organizations.factories import ProjectFactory
 from tests.workspace.factories import UserFactory
 
@@ -21,15 +30,49 @@ class DashboardFactory(factory.django.DjangoModelFactory):
             DashboardTag.objects.bulk_create([DashboardTag(dashboard=self, name=name) for name in extracted])
 
 
+class InsightFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Insight
+        skip_postgeneration_save = True
+
+    project = factory.SubFactory(ProjectFactory)
+    name = factory.Sequence(lambda n: f"Insight {n}")
+    query = factory.LazyFunction(lambda: {"kind": "TrendsQuery", "series": [{"event": "$pageview"}]})
+    filters = factory.LazyFunction(dict)
+    created_by = factory.SubFactory(UserFactory)
+    last_modified_by = factory.SelfAttribute("created_by")
+
+    @factory.post_generation
+    def tags(self, create, extracted, **kwargs):
+        if create and extracted:
+            InsightTag.objects.bulk_create([InsightTag(insight=self, name=name) for name in extracted])
+
+
+class TextFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Text
+
+    project = factory.SubFactory(ProjectFactory)
+    body = factory.Sequence(lambda n: f"Notes {n}")
+    created_by = factory.SubFactory(UserFactory)
+    last_modified_by = factory.SelfAttribute("created_by")
+
+
 class DashboardTileFactory(factory.django.DjangoModelFactory):
+    """An insight tile (a new insight of the dashboard's project) by default; `text_tile=True` for a text tile."""
+
     class Meta:
         model = DashboardTile
 
+    class Params:
+        text_tile = factory.Trait(
+            insight=None,
+            text=factory.SubFactory(TextFactory, project=factory.SelfAttribute("..dashboard.project")),
+        )
+
     dashboard = factory.SubFactory(DashboardFactory)
-    type = DashboardTile.Type.INSIGHT
-    name = factory.Sequence(lambda n: f"Tile {n}")
-    query = factory.LazyFunction(lambda: {"kind": "TrendsQuery", "series": [{"event": "$pageview"}]})
-    filters = factory.LazyFunction(dict)
+    insight = factory.SubFactory(InsightFactory, project=factory.SelfAttribute("..dashboard.project"))
+    text = None
     layouts = factory.LazyFunction(lambda: {"sm": {"x": 0, "y": 0, "w": 6, "h": 5}})
     order = factory.Sequence(lambda n: n)
 

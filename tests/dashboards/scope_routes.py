@@ -1,8 +1,13 @@
 import uuid
 
-from dashboards.templates import bundled_templates
+from dashboards.template_library import bundled_templates
 from organizations.models import Membership
-from tests.dashboards.factories import DashboardCollaboratorFactory, DashboardFactory, DashboardTileFactory
+from tests.dashboards.factories import (
+    DashboardCollaboratorFactory,
+    DashboardFactory,
+    DashboardTileFactory,
+    InsightFactory,
+)
 from tests.organizations.factories import MembershipFactory
 from tests.scope_matrix import Route
 from tests.workspace.factories import UserFactory
@@ -13,11 +18,13 @@ TARGET_DASHBOARD_ID = 900_002
 NEW_COLLABORATOR_UUID = uuid.UUID("5b1f0c2e-0000-4000-8000-000000000001")
 
 BASE = "/api/projects/{project_id}/dashboards"
+INSIGHTS = "/api/projects/{project_id}/insights"
 ROUTES = [
     Route("GET", f"{BASE}/", "dashboard:read", 200),
     Route("POST", f"{BASE}/", "dashboard:write", 201, {"name": "New dashboard"}),
     Route("GET", f"{BASE}/{{dashboard_id}}/", "dashboard:read", 200),
     Route("PATCH", f"{BASE}/{{dashboard_id}}/", "dashboard:write", 200, {"name": "Renamed"}),
+    Route("PUT", f"{BASE}/{{dashboard_id}}/", "dashboard:write", 200, {"name": "Replaced"}),
     Route("DELETE", f"{BASE}/{{dashboard_id}}/", "dashboard:write", 405),
     Route(
         "PATCH",
@@ -48,6 +55,14 @@ ROUTES = [
         204,
     ),
     Route("GET", f"{BASE}/{{dashboard_id}}/sharing/", "sharing_configuration:read", 200),
+    Route("PATCH", f"{BASE}/{{dashboard_id}}/sharing/", "sharing_configuration:write", 200, {"enabled": True}),
+    Route("POST", f"{BASE}/{{dashboard_id}}/sharing/refresh/", "sharing_configuration:write", 200),
+    Route("GET", f"{INSIGHTS}/", "insight:read", 200),
+    Route("POST", f"{INSIGHTS}/", "insight:write", 201, {"name": "New insight", "query": {"kind": "TrendsQuery"}}),
+    Route("GET", f"{INSIGHTS}/{{insight_id}}/", "insight:read", 200),
+    Route("PATCH", f"{INSIGHTS}/{{insight_id}}/", "insight:write", 200, {"name": "Renamed"}),
+    Route("PUT", f"{INSIGHTS}/{{insight_id}}/", "insight:write", 200, {"name": "Replaced"}),
+    Route("DELETE", f"{INSIGHTS}/{{insight_id}}/", "insight:write", 405),
 ]
 
 
@@ -61,8 +76,11 @@ def make_objects(*, user, organization, project) -> dict:
     collaborator = UserFactory()
     MembershipFactory(user=collaborator, organization=organization, level=Membership.Level.MEMBER)
     DashboardCollaboratorFactory(dashboard=restricted, user=collaborator)
+    insight = InsightFactory(project=project, created_by=user)
+    DashboardTileFactory(dashboard=dashboard, insight=insight)
     return {
         "dashboard_id": dashboard.pk,
         "restricted_dashboard_id": restricted.pk,
         "collaborator_uuid": collaborator.uuid,
+        "insight_id": insight.pk,
     }

@@ -5,7 +5,7 @@ import copy
 import pytest
 
 from dashboards.models import Dashboard, DashboardTile
-from dashboards.templates import bundled_templates
+from dashboards.template_library import bundled_templates
 from tests.dashboards.factories import DashboardFactory, DashboardTileFactory
 
 

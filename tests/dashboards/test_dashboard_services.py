@@ -6,7 +6,7 @@ import pytest
 
 from dashboards.models import Dashboard
 from dashboards.services import clean_tags, dashboard_create, dashboard_set_tags
-from dashboards.templates import TemplateError, bundled_templates, validate_template
+from dashboards.template_library import TemplateError, bundled_templates, validate_template
 from tests.dashboards.factories import DashboardFactory
 
 
@@ -25,9 +25,12 @@ def test_set_tags_replaces_the_tag_rows(project):
 def test_template_creation_does_not_change_the_cached_template(project, alice):
     before = copy.deepcopy(bundled_templates()["onboarding-funnel"])
 
-    dashboard = dashboard_create(project=project, user=alice, template=bundled_templates()["onboarding-funnel"])
-    tile = dashboard.tiles.exclude(query=None).first()
-    tile.query["kind"] = "Changed"
+    dashboard = dashboard_create(actor=alice, project=project, template=bundled_templates()["onboarding-funnel"])
+    insight = dashboard.tiles.exclude(insight=None).first().insight
+    insight.query["kind"] = "Changed"
+    insight.save()
+    tile = dashboard.tiles.first()
+    tile.layouts["sm"]["w"] = 99
     tile.save()
 
     assert bundled_templates()["onboarding-funnel"] == before
@@ -35,7 +38,7 @@ def test_template_creation_does_not_change_the_cached_template(project, alice):
 
 def test_explicit_null_filters_win_over_the_templates(project, alice):
     dashboard = dashboard_create(
-        project=project, user=alice, filters=None, template=bundled_templates()["product-analytics"]
+        actor=alice, project=project, filters=None, template=bundled_templates()["product-analytics"]
     )
 
     assert Dashboard.objects.get(pk=dashboard.pk).filters is None

@@ -64,16 +64,85 @@ def test_admin_cannot_hard_delete_a_dashboard(admin_client, project):
     assert Dashboard.objects.filter(pk=dashboard.pk).exists()
 
 
-def test_change_page_shows_tiles_and_collaborators(admin_client, project, bob):
+def test_change_page_shows_tiles_with_their_insight_or_text_and_collaborators(admin_client, project, bob):
     dashboard = DashboardFactory(project=project)
-    DashboardTileFactory(dashboard=dashboard, name="A tile")
+    insight_tile = DashboardTileFactory(dashboard=dashboard, insight__name="An insight tile")
+    text_tile = DashboardTileFactory(dashboard=dashboard, text_tile=True, text__body="Some <b>notes</b>")
     DashboardCollaboratorFactory(dashboard=dashboard, user=bob)
 
     response = admin_client.get(reverse("admin:dashboards_dashboard_change", args=[dashboard.pk]))
 
     assert response.status_code == 200
-    assert b"A tile" in response.content
-    assert b"collaborator" in response.content.lower()
+    page = response.content.decode()
+    assert "An insight tile" in page
+    assert reverse("admin:dashboards_insight_change", args=[insight_tile.insight_id]) in page
+    assert "Some &lt;b&gt;notes&lt;/b&gt;" in page
+    assert reverse("admin:dashboards_text_change", args=[text_tile.text_id]) in page
+    assert "collaborator" in page.lower()
+
+
+def test_insight_and_text_admin_pages_load(admin_client, project):
+    tile = DashboardTileFactory(dashboard=DashboardFactory(project=project), insight__tags=["growth"])
+    text_tile = DashboardTileFactory(dashboard=tile.dashboard, text_tile=True)
+
+    pages = [
+        reverse("admin:dashboards_insight_changelist"),
+        reverse("admin:dashboards_insight_change", args=[tile.insight_id]),
+        reverse("admin:dashboards_text_changelist"),
+        reverse("admin:dashboards_text_change", args=[text_tile.text_id]),
+    ]
+
+    assert [admin_client.get(page).status_code for page in pages] == [200] * 4
+
+
+def test_admin_insight_edit_goes_through_the_service_and_is_recorded(admin_client, project):
+    from tests.workspace.admin_pages import change_form_data, change_url
+
+    insight = DashboardTileFactory(dashboard=DashboardFactory(project=project)).insight
+    data = change_form_data(admin_client, change_url(insight), name="Renamed in admin")
+
+    response = admin_client.post(change_url(insight), data)
+
+    assert response.status_code == 302
+    insight.refresh_from_db()
+    assert insight.name == "Renamed in admin"
+    assert insight.last_modified_by.is_staff
+    [entry] = ActivityLog.objects.filter(scope="Insight", item_id=str(insight.pk))
+    assert entry.detail["after"] == {"name": "Renamed in admin"}
+    assert entry.project_id == project.pk
+
+
+def test_admin_text_edit_records_the_body_and_who_changed_it(admin_client, project):
+    from tests.workspace.admin_pages import change_form_data, change_url
+
+    text = DashboardTileFactory(dashboard=DashboardFactory(project=project), text_tile=True, text__body="old").text
+    data = change_form_data(admin_client, change_url(text), body="new")
+
+    response = admin_client.post(change_url(text), data)
+
+    assert response.status_code == 302
+    text.refresh_from_db()
+    assert (text.body, text.last_modified_by.is_staff) == ("new", True)
+    [entry] = ActivityLog.objects.filter(scope="Text", item_id=str(text.pk))
+    assert (entry.detail["before"], entry.detail["after"]) == ({"body": "old"}, {"body": "new"})
+
+
+def test_a_tile_showing_both_or_neither_is_refused_in_admin(admin_client, project):
+    from tests.workspace.admin_pages import change_form_data, change_url
+
+    dashboard = DashboardFactory(project=project)
+    tile = DashboardTileFactory(dashboard=dashboard)
+    text_tile = DashboardTileFactory(dashboard=dashboard, text_tile=True)
+    data = change_form_data(admin_client, change_url(dashboard))
+    prefix = next(key for key, value in data.items() if key.endswith("-0-id") and str(value) == str(tile.pk))[:-3]
+    data[f"{prefix}-text"] = str(text_tile.text_id)
+
+    response = admin_client.post(change_url(dashboard), data)
+
+    assert response.status_code == 200  # the form again, with the error
+    assert "either an insight or a text" in response.content.decode()
+    tile.refresh_from_db()
+    assert tile.text_id is None
 
 
 def test_sharing_configuration_changelist_loads(admin_client, project):

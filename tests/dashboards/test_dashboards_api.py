@@ -2,9 +2,14 @@
 
 import pytest
 
-from dashboards.models import Dashboard, DashboardTile
+from dashboards.models import Dashboard, DashboardTile, Insight
 from organizations.models import Membership
-from tests.dashboards.factories import DashboardCollaboratorFactory, DashboardFactory, DashboardTileFactory
+from tests.dashboards.factories import (
+    DashboardCollaboratorFactory,
+    DashboardFactory,
+    DashboardTileFactory,
+    InsightFactory,
+)
 from tests.organizations.factories import MembershipFactory
 from tests.workspace.factories import UserFactory
 
@@ -51,11 +56,21 @@ def dashboard(project, alice):
 
 
 class TestGoldenResponses:
-    def test_retrieve_returns_the_full_shape(self, key_client, project, alice, dashboard):
-        tile = DashboardTileFactory(dashboard=dashboard, color="blue", order=0)
-        text = DashboardTileFactory(
-            dashboard=dashboard, type=DashboardTile.Type.TEXT, query=None, filters=None, body="Notes", order=1
+    def test_retrieve_returns_the_full_shape(self, key_client, project, alice, bob, dashboard):
+        insight = InsightFactory(
+            project=project,
+            created_by=alice,
+            last_modified_by=bob,
+            name="Pageviews",
+            derived_name="Pageview count",
+            description="Every page seen",
+            filters={"interval": "day"},
+            tags=["traffic"],
         )
+        tile = DashboardTileFactory(dashboard=dashboard, insight=insight, color="blue", order=0)
+        text = DashboardTileFactory(dashboard=dashboard, text_tile=True, text__body="Notes", text__created_by=bob)
+        elsewhere = DashboardFactory(project=project, created_by=alice)
+        DashboardTileFactory(dashboard=elsewhere, insight=insight)
 
         response = key_client("dashboard:read").get(dashboards_url(project, dashboard))
 
@@ -78,30 +93,54 @@ class TestGoldenResponses:
             "tiles": [
                 {
                     "id": tile.pk,
-                    "type": "insight",
-                    "name": tile.name,
-                    "description": "",
-                    "query": {"kind": "TrendsQuery", "series": [{"event": "$pageview"}]},
-                    "filters": {},
-                    "body": None,
                     "layouts": {"sm": {"x": 0, "y": 0, "w": 6, "h": 5}},
                     "color": "blue",
                     "order": 0,
+                    "insight": {
+                        "id": insight.pk,
+                        "short_id": insight.short_id,
+                        "name": "Pageviews",
+                        "derived_name": "Pageview count",
+                        "description": "Every page seen",
+                        "query": {"kind": "TrendsQuery", "series": [{"event": "$pageview"}]},
+                        "filters": {"interval": "day"},
+                        "tags": ["traffic"],
+                        "dashboards": [dashboard.pk, elsewhere.pk],
+                        "created_at": timestamp(insight.created_at),
+                        "created_by": user_json(alice),
+                        "last_modified_at": timestamp(insight.last_modified_at),
+                        "last_modified_by": user_json(bob),
+                        "deleted": False,
+                    },
+                    "text": None,
+                    "deleted": False,
                 },
                 {
                     "id": text.pk,
-                    "type": "text",
-                    "name": text.name,
-                    "description": "",
-                    "query": None,
-                    "filters": None,
-                    "body": "Notes",
                     "layouts": {"sm": {"x": 0, "y": 0, "w": 6, "h": 5}},
                     "color": None,
-                    "order": 1,
+                    "order": text.order,
+                    "insight": None,
+                    "text": {
+                        "id": text.text.pk,
+                        "body": "Notes",
+                        "created_by": user_json(bob),
+                        "last_modified_at": timestamp(text.text.last_modified_at),
+                    },
+                    "deleted": False,
                 },
             ],
         }
+
+    def test_removed_tiles_and_tiles_of_deleted_insights_are_not_shown(self, key_client, project, dashboard):
+        shown = DashboardTileFactory(dashboard=dashboard)
+        DashboardTileFactory(dashboard=dashboard, deleted=True)
+        DashboardTileFactory(dashboard=dashboard, insight__deleted=True)
+        DashboardTileFactory(dashboard=dashboard, text_tile=True, deleted=True)
+
+        response = key_client("dashboard:read").get(dashboards_url(project, dashboard))
+
+        assert [tile["id"] for tile in response.json()["tiles"]] == [shown.pk]
 
     def test_list_item_has_the_basic_shape(self, key_client, project, alice, dashboard):
         DashboardTileFactory(dashboard=dashboard)
@@ -247,7 +286,7 @@ class TestCreate:
         [
             ({"tags": ["ok", "   "]}, "tags__1"),
             ({"tags": "a"}, "tags"),
-            ({"tags": [1, {"x": 1}]}, "tags__1"),
+            ({"tags": [1, {"x": 1}]}, "tags__0"),
             ({"filters": [1, 2]}, "filters"),
             ({"filters": "x"}, "filters"),
             ({"restriction_level": "37"}, "restriction_level"),
@@ -294,19 +333,25 @@ class TestCreate:
         assert response.status_code == 201
         assert body["creation_mode"] == "template"
         assert body["name"] == "Product analytics"
-        assert [tile["name"] for tile in body["tiles"]] == [
-            "Daily active users",
-            "Weekly active users",
-            "Retention",
-            "About this dashboard",
-        ]
-        assert body["tiles"][3]["type"] == "text"
+        insights = [tile["insight"] for tile in body["tiles"][:3]]
+        assert [insight["name"] for insight in insights] == ["Daily active users", "Weekly active users", "Retention"]
+        assert all(insight["dashboards"] == [body["id"]] for insight in insights)
+        assert [tile["text"] for tile in body["tiles"][:3]] == [None] * 3
+        assert body["tiles"][3]["insight"] is None
+        assert body["tiles"][3]["text"]["body"] == "Activity counts include every identified and anonymous user."
+        assert body["tiles"][0]["layouts"] == {"sm": {"x": 0, "y": 0, "w": 6, "h": 5}}
+        assert body["tiles"][0]["color"] == "blue"
+        assert Insight.objects.filter(project=project).count() == 3
         assert body["filters"] == {"date_from": "-30d"}
         assert body["tags"] == ["product"]
 
-    def test_create_from_a_dashboard_duplicates_tiles_filters_and_tags(self, key_client, project, alice, dashboard):
-        DashboardTileFactory(dashboard=dashboard, name="first", order=0)
-        DashboardTileFactory(dashboard=dashboard, name="second", order=1)
+    def test_create_from_a_dashboard_copies_tiles_filters_and_tags_sharing_its_insights(
+        self, key_client, project, alice, dashboard
+    ):
+        first = DashboardTileFactory(dashboard=dashboard, insight__name="first", order=0, color="red")
+        DashboardTileFactory(dashboard=dashboard, insight__name="second", order=1)
+        note = DashboardTileFactory(dashboard=dashboard, text_tile=True, text__body="A note", order=2)
+        DashboardTileFactory(dashboard=dashboard, insight__name="removed", order=3, deleted=True)
 
         response = key_client("dashboard:write").post(
             dashboards_url(project), {"name": "Copy", "use_dashboard": dashboard.pk}, format="json"
@@ -315,10 +360,31 @@ class TestCreate:
         body = response.json()
         assert response.status_code == 201
         assert body["creation_mode"] == "duplicate"
-        assert [tile["name"] for tile in body["tiles"]] == ["first", "second"]
+        assert [tile["insight"]["name"] for tile in body["tiles"][:2]] == ["first", "second"]
+        assert body["tiles"][0]["insight"]["id"] == first.insight_id  # the same insight, now on both
+        assert body["tiles"][0]["insight"]["dashboards"] == [dashboard.pk, body["id"]]
+        assert body["tiles"][0]["color"] == "red"
+        assert body["tiles"][2]["text"]["body"] == "A note"
+        assert body["tiles"][2]["text"]["id"] != note.text_id  # a text belongs to one tile: copied
+        assert len(body["tiles"]) == 3
+        assert {tile["id"] for tile in body["tiles"]}.isdisjoint(set(dashboard.tiles.values_list("id", flat=True)))
         assert body["filters"] == {"date_from": "-7d"}
         assert body["tags"] == ["finance", "weekly"]
-        assert dashboard.tiles.count() == 2  # the source keeps its own tiles
+        assert dashboard.tiles.count() == 4  # the source keeps its own tiles
+
+    def test_duplicate_tiles_gives_the_copy_its_own_insights(self, key_client, project, alice, dashboard):
+        source_tile = DashboardTileFactory(dashboard=dashboard, insight__name="first", insight__tags=["t"])
+
+        response = key_client("dashboard:write").post(
+            dashboards_url(project), {"use_dashboard": dashboard.pk, "duplicate_tiles": True}, format="json"
+        )
+
+        [tile] = response.json()["tiles"]
+        assert tile["insight"]["id"] != source_tile.insight_id
+        assert tile["insight"]["short_id"] != source_tile.insight.short_id
+        assert (tile["insight"]["name"], tile["insight"]["tags"]) == ("first", ["t"])
+        assert tile["insight"]["dashboards"] == [response.json()["id"]]
+        assert tile["insight"]["query"] == source_tile.insight.query
 
     def test_create_from_another_projects_dashboard_is_refused(self, key_client, project, other_project, alice):
         foreign = DashboardFactory(project=other_project)
@@ -520,16 +586,24 @@ class TestSoftDelete:
         assert after_restore.status_code == 200
 
     def test_soft_delete_keeps_tiles_unless_delete_insights(self, key_client, project, alice, dashboard):
-        DashboardTileFactory(dashboard=dashboard)
+        kept = DashboardTileFactory(dashboard=dashboard)
         other = DashboardFactory(project=project, created_by=alice)
-        DashboardTileFactory(dashboard=other)
+        lone = DashboardTileFactory(dashboard=other)
+        shared = DashboardTileFactory(dashboard=other)
+        third = DashboardFactory(project=project, created_by=alice)
+        DashboardTileFactory(dashboard=third, insight=shared.insight)
+        note = DashboardTileFactory(dashboard=other, text_tile=True)
         client = key_client("dashboard:write")
 
         client.patch(dashboards_url(project, dashboard), {"deleted": True}, format="json")
         client.patch(dashboards_url(project, other), {"deleted": True, "delete_insights": True}, format="json")
 
-        assert dashboard.tiles.count() == 1
-        assert other.tiles.count() == 0
+        assert list(dashboard.tiles.values_list("deleted", flat=True)) == [False]
+        assert set(other.tiles.values_list("deleted", flat=True)) == {True}
+        assert Insight.objects.get(pk=kept.insight_id).deleted is False
+        assert Insight.objects.get(pk=lone.insight_id).deleted is True  # shown nowhere else: deleted with it
+        assert Insight.objects.get(pk=shared.insight_id).deleted is False  # still on `third`
+        assert DashboardTile.objects.get(pk=note.pk).deleted is True
 
     def test_delete_insights_without_delete_keeps_tiles(self, key_client, project, alice, dashboard):
         DashboardTileFactory(dashboard=dashboard)
@@ -539,7 +613,7 @@ class TestSoftDelete:
         )
 
         assert response.status_code == 200
-        assert dashboard.tiles.count() == 1
+        assert dashboard.tiles.filter(deleted=False).count() == 1
 
     def test_plain_member_cannot_soft_delete_a_restricted_dashboard(self, key_client, project, alice, bob):
         restricted = DashboardFactory(project=project, created_by=alice, restriction_level=37)
@@ -551,6 +625,49 @@ class TestSoftDelete:
         assert response.status_code == 403
         restricted.refresh_from_db()
         assert restricted.deleted is False
+
+
+class TestPut:
+    """PUT is a full update with DRF's semantics: what it leaves out keeps its value."""
+
+    def test_put_replaces_what_it_sends_and_keeps_the_rest(self, key_client, project, alice, dashboard):
+        DashboardTileFactory(dashboard=dashboard)
+
+        response = key_client("dashboard:write").put(
+            dashboards_url(project, dashboard), {"name": "Replaced", "pinned": True}, format="json"
+        )
+
+        assert response.status_code == 200, response.content
+        body = response.json()
+        assert (body["name"], body["pinned"], body["tags"], len(body["tiles"])) == (
+            "Replaced",
+            True,
+            ["finance", "weekly"],
+            1,
+        )
+        assert response["ETag"]
+
+    def test_put_restores_a_soft_deleted_dashboard(self, key_client, project, alice, dashboard):
+        dashboard.deleted = True
+        dashboard.save()
+
+        response = key_client("dashboard:write").put(
+            dashboards_url(project, dashboard), {"name": dashboard.name, "deleted": False}, format="json"
+        )
+
+        assert response.status_code == 200
+        assert response.json()["deleted"] is False
+
+    def test_put_checks_edit_rights_and_input_like_patch(self, key_client, project, alice, bob):
+        restricted = DashboardFactory(project=project, created_by=alice, restriction_level=37)
+
+        refused = key_client("dashboard:write", user=bob).put(
+            dashboards_url(project, restricted), {"name": "x"}, format="json"
+        )
+        invalid = key_client("dashboard:write").put(dashboards_url(project, restricted), {"filters": []}, format="json")
+
+        assert refused.status_code == 403
+        assert (invalid.status_code, invalid.json()["attr"]) == (400, "filters")
 
 
 class TestDelete:
@@ -626,3 +743,25 @@ class TestTenancy:
 
         assert response.status_code == 400
         assert response.json()["attr"] == "pinned"
+
+
+class TestDeletedOnCreate:
+    """Before: `"deleted": false` on create was a 500, the service getting an unexpected argument (issue 9)."""
+
+    @pytest.mark.parametrize("deleted", [False, True])
+    def test_is_ignored(self, key_client, project, deleted):
+        response = key_client("dashboard:write").post(
+            dashboards_url(project), {"name": "New", "deleted": deleted}, format="json"
+        )
+        assert response.status_code == 201, response.content
+        assert response.json()["deleted"] is False
+        assert Dashboard.objects.get().deleted is False
+
+    def test_still_restores_on_patch(self, key_client, project):
+        dashboard = DashboardFactory(project=project, deleted=True)
+        response = key_client("dashboard:write").patch(
+            dashboards_url(project, dashboard), {"deleted": False}, format="json"
+        )
+        assert response.status_code == 200
+        dashboard.refresh_from_db()
+        assert dashboard.deleted is False

@@ -1,14 +1,19 @@
-"""The list and the detail run a fixed number of queries, however many dashboards, tags or tiles there are."""
+"""The lists and the details run a fixed number of queries, however many dashboards, insights, tags or tiles."""
 
 import pytest
 
-from tests.dashboards.factories import DashboardCollaboratorFactory, DashboardFactory, DashboardTileFactory
+from tests.dashboards.factories import (
+    DashboardCollaboratorFactory,
+    DashboardFactory,
+    DashboardTileFactory,
+    InsightFactory,
+)
 
 
 @pytest.fixture
 def warm_client(key_client, project):
     """A key client whose first request (which also records last_used_at) is already behind it."""
-    client = key_client("dashboard:read")
+    client = key_client("dashboard:read", "insight:read")
     assert client.get(f"/api/projects/{project.pk}/dashboards/").status_code == 200
     return client
 
@@ -32,12 +37,52 @@ def test_list_query_count_is_flat(warm_client, project, alice, bob, count, djang
 @pytest.mark.parametrize("count", [1, 30])
 def test_retrieve_query_count_is_flat(warm_client, project, alice, count, django_assert_num_queries):
     dashboard = DashboardFactory(project=project, created_by=alice, tags=["a", "b"])
-    DashboardTileFactory.create_batch(count, dashboard=dashboard)
+    elsewhere = DashboardFactory(project=project, created_by=alice)
+    for _ in range(count):
+        tile = DashboardTileFactory(dashboard=dashboard, insight__tags=["x", "y"])
+        DashboardTileFactory(dashboard=elsewhere, insight=tile.insight)
+        DashboardTileFactory(dashboard=dashboard, text_tile=True)
 
     # 1. key lookup (+user), 2. project with the caller's membership,
-    # 3. the dashboard (+creator join, is_shared and caller-is-collaborator subqueries), 4. tags, 5. tiles
-    with django_assert_num_queries(5):
+    # 3. the dashboard (+creator join, is_shared and caller-is-collaborator subqueries), 4. tags,
+    # 5. shown tiles (+insight, text and their users joined), 6. the insights' tags, 7. the insights' dashboards
+    with django_assert_num_queries(7):
         response = warm_client.get(f"/api/projects/{project.pk}/dashboards/{dashboard.pk}/")
 
     assert response.status_code == 200
-    assert len(response.json()["tiles"]) == count
+    tiles = response.json()["tiles"]
+    assert len(tiles) == 2 * count
+    assert all(tile["insight"]["dashboards"] == [dashboard.pk, elsewhere.pk] for tile in tiles if tile["insight"])
+
+
+@pytest.mark.parametrize("count", [1, 50])
+def test_insight_list_query_count_is_flat(warm_client, project, alice, count, django_assert_num_queries):
+    dashboards = DashboardFactory.create_batch(2, project=project, created_by=alice)
+    for _ in range(count):
+        insight = InsightFactory(project=project, created_by=alice, tags=["a", "b"])
+        for dashboard in dashboards:
+            DashboardTileFactory(dashboard=dashboard, insight=insight)
+
+    # 1. key lookup (+user), 2. project with the caller's membership, 3. COUNT for pagination,
+    # 4. page of insights (+creator and last modifier joins), 5. tags, 6. the dashboards showing each
+    with django_assert_num_queries(6):
+        response = warm_client.get(f"/api/projects/{project.pk}/insights/")
+
+    assert response.status_code == 200
+    results = response.json()["results"]
+    assert len(results) == count
+    assert all(item["tags"] == ["a", "b"] and len(item["dashboards"]) == 2 for item in results)
+
+
+@pytest.mark.parametrize("count", [1, 30])
+def test_insight_retrieve_query_count_is_flat(warm_client, project, alice, count, django_assert_num_queries):
+    insight = InsightFactory(project=project, created_by=alice, tags=["a"])
+    for dashboard in DashboardFactory.create_batch(count, project=project, created_by=alice):
+        DashboardTileFactory(dashboard=dashboard, insight=insight)
+
+    # 1. key lookup (+user), 2. project with the caller's membership, 3. the insight (+users), 4. tags, 5. dashboards
+    with django_assert_num_queries(5):
+        response = warm_client.get(f"/api/projects/{project.pk}/insights/{insight.pk}/")
+
+    assert response.status_code == 200
+    assert len(response.json()["dashboards"]) == count

@@ -91,6 +91,20 @@ class TestCreate:
         assert Organization.objects.count() == before
         assert not ActivityLog.objects.exists()
 
+    def test_a_key_scoped_to_organizations_cannot_create_one(self, alice, organization, key_client):
+        """Before: a 500, after the organization was made and could not be read back (issue 9)."""
+        client = key_client("organization:write", scoped_organizations=[str(organization.id)])
+        before = Organization.objects.count()
+        response = client.post(LIST_URL, {"name": "Escape"}, format="json")
+        assert response.status_code == 403
+        body = response.json()
+        assert (body["type"], body["code"], body["attr"]) == ("authentication_error", "permission_denied", None)
+        assert "limited to specific organizations" in body["detail"]
+        assert Organization.objects.count() == before
+        assert not Membership.objects.filter(organization__name="Escape").exists()
+        # Before validation, like every refusal (DECISIONS §2): an invalid body is still a 403.
+        assert client.post(LIST_URL, {}, format="json").status_code == 403
+
 
 class TestListAndRetrieve:
     def test_list_shows_only_the_callers_organizations(self, alice, charlie, organization, project, key_client):
@@ -195,7 +209,6 @@ class TestUpdateAndDelete:
         assert alice.current_organization is None
         assert key_client("organization:read").get(detail_url(organization.id)).status_code == 404
 
-    def test_put_is_not_offered(self, alice, organization, key_client):
-        response = key_client("organization:write").put(detail_url(organization.id), {"name": "x"}, format="json")
-        assert response.status_code == 405
-        assert "PATCH" in response["Allow"] and "PUT" not in response["Allow"]
+    def test_put_is_offered_beside_patch(self, alice, organization, key_client):
+        response = key_client("organization:write").options(detail_url(organization.id))
+        assert {"GET", "PUT", "PATCH", "DELETE"} <= set(response["Allow"].split(", "))

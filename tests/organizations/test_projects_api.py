@@ -22,6 +22,7 @@ def test_list_projects_of_an_organization(alice, charlie, organization, project,
         "uuid": str(project.uuid),
         "organization": str(organization.id),
         "name": "Alice's project",
+        "api_token": project.api_token,
         "created_at": project.created_at.isoformat().replace("+00:00", "Z"),
         "updated_at": project.updated_at.isoformat().replace("+00:00", "Z"),
     }

@@ -1,9 +1,19 @@
 import datetime as dt
+import uuid
 
 import factory
 from django.utils import timezone
 
-from pipelines.models import BatchExport, BatchExportRun, Plugin, PluginConfig, PluginSourceFile
+from pipelines.models import (
+    BatchExport,
+    BatchExportBackfill,
+    BatchExportRun,
+    BatchExportRunLog,
+    Event,
+    Plugin,
+    PluginConfig,
+    PluginSourceFile,
+)
 from tests.organizations.factories import OrganizationFactory, ProjectFactory
 
 
@@ -40,6 +50,24 @@ class BatchExportRunFactory(factory.django.DjangoModelFactory):
     records_completed = 10
 
 
+class BatchExportBackfillFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = BatchExportBackfill
+
+    batch_export = factory.SubFactory(BatchExportFactory)
+    start_at = factory.LazyFunction(lambda: timezone.now() - dt.timedelta(days=1))
+    end_at = factory.LazyFunction(timezone.now)
+    status = BatchExportRun.Status.STARTING
+
+
+class BatchExportRunLogFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = BatchExportRunLog
+
+    run = factory.SubFactory(BatchExportRunFactory)
+    message = factory.Sequence(lambda n: f"Log line {n}")
+
+
 class PluginFactory(factory.django.DjangoModelFactory):
     class Meta:
         model = Plugin
@@ -68,3 +96,17 @@ class PluginConfigFactory(factory.django.DjangoModelFactory):
     project = factory.SubFactory(ProjectFactory)
     enabled = True
     config = factory.LazyFunction(dict)
+
+
+class EventFactory(factory.django.DjangoModelFactory):
+    """An event row as an ingest stores it (without its uuid in the ledger: reads do not look there)."""
+
+    class Meta:
+        model = Event
+
+    uuid = factory.LazyFunction(uuid.uuid4)
+    project = factory.SubFactory(ProjectFactory)
+    event = "$pageview"
+    distinct_id = factory.Sequence(lambda n: f"user-{n}")
+    properties = factory.LazyFunction(lambda: {"$current_url": "https://example.com/"})
+    timestamp = factory.LazyFunction(timezone.now)

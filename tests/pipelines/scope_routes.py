@@ -1,4 +1,11 @@
-from tests.pipelines.factories import BatchExportFactory, PluginFactory
+from pipelines.models import BatchExportRun
+from tests.pipelines.factories import (
+    BatchExportBackfillFactory,
+    BatchExportFactory,
+    BatchExportRunFactory,
+    BatchExportRunLogFactory,
+    PluginFactory,
+)
 from tests.scope_matrix import Route
 
 EXPORTS = "/api/organizations/{organization_id}/batch_exports/"
@@ -7,15 +14,43 @@ NEW_EXPORT = {"name": "Matrix export", "destination": {"type": "NoOp", "config":
 BACKFILL = {"start_at": "2024-01-01T00:00:00Z", "end_at": "2024-01-01T02:00:00Z"}
 
 ROUTES = [
+    Route("GET", "/api/projects/{project_id}/events/", "query:read", 200),
     Route("GET", EXPORTS, "batch_export:read", 200),
     Route("POST", EXPORTS, "batch_export:write", 201, NEW_EXPORT),
     Route("GET", EXPORT, "batch_export:read", 200),
     Route("PATCH", EXPORT, "batch_export:write", 200, {"name": "Renamed"}),
+    Route("PUT", EXPORT, "batch_export:write", 200, {**NEW_EXPORT, "name": "Renamed"}),
     Route("DELETE", EXPORT, "batch_export:write", 204),
     Route("POST", EXPORT + "pause/", "batch_export:write", 200),
     Route("POST", EXPORT + "unpause/", "batch_export:write", 200),
     Route("POST", EXPORT + "backfill/", "batch_export:write", 200, BACKFILL),
     Route("GET", EXPORT + "runs/", "batch_export:read", 200),
+]
+
+# The reference's main route: the same operations under a project, plus runs and backfills.
+PROJECT_EXPORTS = "/api/projects/{project_id}/batch_exports/"
+PROJECT_EXPORT = PROJECT_EXPORTS + "{project_export_id}/"
+RUNS = PROJECT_EXPORT + "runs/"
+BACKFILLS = PROJECT_EXPORT + "backfills/"
+ROUTES += [
+    Route("GET", PROJECT_EXPORTS, "batch_export:read", 200),
+    Route("POST", PROJECT_EXPORTS, "batch_export:write", 201, NEW_EXPORT),
+    Route("GET", PROJECT_EXPORT, "batch_export:read", 200),
+    Route("PATCH", PROJECT_EXPORT, "batch_export:write", 200, {"name": "Renamed"}),
+    Route("PUT", PROJECT_EXPORT, "batch_export:write", 200, {**NEW_EXPORT, "name": "Renamed"}),
+    Route("DELETE", PROJECT_EXPORT, "batch_export:write", 204),
+    Route("POST", PROJECT_EXPORT + "pause/", "batch_export:write", 200),
+    Route("POST", PROJECT_EXPORT + "unpause/", "batch_export:write", 200),
+    Route("POST", PROJECT_EXPORT + "backfill/", "batch_export:write", 200, BACKFILL),
+    Route("GET", RUNS, "batch_export:read", 200),
+    Route("GET", RUNS + "{run_id}/", "batch_export:read", 200),
+    Route("POST", RUNS + "{run_id}/retry/", "batch_export:write", 201),
+    Route("POST", RUNS + "{run_id}/cancel/", "batch_export:write", 200),
+    Route("GET", RUNS + "{run_id}/logs/", "batch_export:read", 200),
+    Route("GET", BACKFILLS, "batch_export:read", 200),
+    Route("POST", BACKFILLS, "batch_export:write", 201, BACKFILL),
+    Route("GET", BACKFILLS + "{backfill_id}/", "batch_export:read", 200),
+    Route("POST", BACKFILLS + "{backfill_id}/cancel/", "batch_export:write", 200),
 ]
 
 for collection in ("pipeline_destinations", "pipeline_frontend_apps", "pipeline_import_apps"):
@@ -26,6 +61,7 @@ for collection in ("pipeline_destinations", "pipeline_frontend_apps", "pipeline_
         Route("POST", base, "plugin:write", 201, {"name": "Matrix plugin", "plugin_type": "custom"}),
         Route("GET", item, "plugin:read", 200),
         Route("PATCH", item, "plugin:write", 200, {"description": "Changed"}),
+        Route("PUT", item, "plugin:write", 200, {"name": "Renamed plugin", "description": "Changed"}),
         Route("DELETE", item, "plugin:write", 204),
         Route("GET", item + "check_for_updates/", "plugin:read", 200),
         Route("GET", item + "source/", "plugin:read", 200),
@@ -46,6 +82,12 @@ COLLECTIONS = {
 
 def make_objects(*, user, organization, project) -> dict:
     ids = {"batch_export_id": BatchExportFactory(project=project).pk}
+    project_export = BatchExportFactory(project=project)
+    backfill = BatchExportBackfillFactory(batch_export=project_export)
+    # Starting, so that it can be cancelled.
+    run = BatchExportRunFactory(batch_export=project_export, backfill=backfill, status=BatchExportRun.Status.STARTING)
+    BatchExportRunLogFactory(run=run)
+    ids.update(project_export_id=project_export.pk, run_id=run.pk, backfill_id=backfill.pk)
     for route_name, collection in COLLECTIONS.items():
         # latest_tag set so upgrade has somewhere to go.
         plugin = PluginFactory(organization=organization, collection=collection, latest_tag="2.0.0")

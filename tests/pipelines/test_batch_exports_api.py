@@ -68,6 +68,9 @@ BAD_CONFIGS = [
         {**VALID_CONFIGS["S3"], "file_format": "JSONLines", "compression": "zstd"},
         "destination__config__compression",
     ),
+    # Not strings: these were a 500 (an unhashable value looked up in the formats).
+    ("S3", {**VALID_CONFIGS["S3"], "file_format": {}}, "destination__config__file_format"),
+    ("S3", {**VALID_CONFIGS["S3"], "file_format": "Parquet", "compression": {}}, "destination__config__compression"),
     ("Snowflake", {**VALID_CONFIGS["Snowflake"], "password": None}, "destination__config__password"),
     ("Postgres", {**VALID_CONFIGS["Postgres"], "port": "5432"}, "destination__config__port"),
     ("Redshift", {**VALID_CONFIGS["Redshift"], "host": ""}, "destination__config__host"),

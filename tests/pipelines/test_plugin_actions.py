@@ -160,7 +160,8 @@ class TestSource:
         entry = ActivityLog.objects.get(scope="Plugin", item_id=str(plugin.pk))
         assert entry.activity == "source_updated"
         assert entry.detail["before"]["source"]["index.ts"] == "old"
-        assert entry.detail["after"]["source"]["obsolete.ts"] is None
+        assert entry.detail["before"]["source"]["obsolete.ts"]
+        assert "obsolete.ts" not in entry.detail["after"]["source"]
 
     @pytest.mark.parametrize(
         "body,attr",

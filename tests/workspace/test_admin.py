@@ -26,6 +26,7 @@ CHANGELISTS = [
     "admin:organizations_organization_changelist",
     "admin:organizations_project_changelist",
     "admin:apikeys_personalapikey_changelist",
+    "admin:pipelines_event_changelist",
 ]
 
 

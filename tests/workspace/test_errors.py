@@ -57,6 +57,12 @@ def test_unmatched_api_url_is_json_404(db, path):
     assert_error(response, 404, "invalid_request", "not_found")
 
 
+def test_too_many_query_parameters_is_400_not_500(alice, key_client):
+    """Over Django's DATA_UPLOAD_MAX_NUMBER_FIELDS (1000); before: a 500 (issue 9)."""
+    response = key_client("organization:read").get(URL + "?" + "a&" * 1001)
+    assert_error(response, 400, "invalid_request", "bad_request")
+
+
 def test_method_not_allowed_is_405_with_allow_header(alice, key_client):
     response = key_client("organization:write").put(URL, {}, format="json")
     assert_error(response, 405, "invalid_request", "method_not_allowed")
@@ -95,6 +101,18 @@ def test_unexpected_error_is_500_without_a_trace(alice, key_client):
     body = assert_error(response, 500, "server_error", "error")
     assert "secret" not in response.content.decode()
     assert "Traceback" not in body["detail"]
+
+
+@pytest.mark.urls("tests.workspace.urls_failing")
+@pytest.mark.parametrize("path", ["/api/database-down/", "/api/database-down-outside-drf/"])
+def test_a_database_failure_is_503_with_retry_after(alice, key_client, path):
+    """Inside a DRF view (the exception handler) and outside one (the middleware): never a 500 (issue 9)."""
+    client = key_client("organization:read")
+    client.raise_request_exception = False
+    response = client.get(path)
+    body = assert_error(response, 503, "server_error", "service_unavailable")
+    assert response["Retry-After"] == "5"
+    assert "127.0.0.1" not in body["detail"] and "closed" not in body["detail"]
 
 
 @pytest.mark.urls("tests.workspace.urls_failing")

@@ -53,3 +53,19 @@ def test_negative_or_non_integer_values_are_400(alice, key_client, param, value)
 def test_offset_past_the_end_is_an_empty_page(alice, key_client):
     body = key_client("organization:read").get(URL, {"offset": 50}).json()
     assert (body["count"], body["results"]) == (1, [])
+
+
+@pytest.mark.parametrize("param", ["limit", "offset"])
+def test_values_past_a_64_bit_offset_are_400_not_500(alice, key_client, param):
+    response = key_client("organization:read").get(URL, {param: "71346747903518526230495232"})
+    assert response.status_code == 400
+    assert (response.json()["code"], response.json()["attr"]) == ("max_value", param)
+
+
+def test_schema_states_the_bounds_of_limit_and_offset(db):
+    from rest_framework.test import APIClient
+
+    schema = APIClient().get("/api/schema/?format=json").json()
+    parameters = {p["name"]: p["schema"] for p in schema["paths"]["/api/organizations/"]["get"]["parameters"]}
+    assert parameters["limit"] == {"type": "integer", "minimum": 0, "maximum": 2**53 - 1}
+    assert parameters["offset"] == {"type": "integer", "minimum": 0, "maximum": 2**53 - 1}

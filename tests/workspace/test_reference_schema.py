@@ -58,3 +58,26 @@ def test_dashboard_responses(reference, alice, bob, project, key_client, tiles):
     for row in client.get(f"{base}/{dashboard.id}/collaborators/").json():
         validate(reference, row, "DashboardCollaborator")
     validate(reference, client.get(f"{base}/{dashboard.id}/sharing/").json(), "SharingConfiguration")
+
+
+def test_dashboard_tiles_put_and_sharing_writes(reference, alice, project, key_client):
+    """Tiles of both kinds in the reference's shape, PATCH `tiles`, PUT, and the sharing writes (DECISIONS.md §12)."""
+    client = key_client("dashboard:write", "sharing_configuration:write")
+    dashboard = DashboardFactory(project=project, created_by=alice)
+    tile = DashboardTileFactory(dashboard=dashboard, insight__tags=["a"])
+    DashboardTileFactory(dashboard=dashboard, text_tile=True)
+    base = f"/api/projects/{project.id}/dashboards/{dashboard.id}/"
+
+    retrieved = client.get(base).json()
+    patched = client.patch(base, {"tiles": [{"id": tile.pk, "color": "red"}, {"text": {"body": "b"}}]}, format="json")
+    replaced = client.put(base, {"name": "Replaced", "description": "", "pinned": False}, format="json")
+    sharing = client.patch(f"{base}sharing/", {"enabled": True}, format="json")
+    refreshed = client.post(f"{base}sharing/refresh/")
+
+    validate(reference, retrieved, "Dashboard")
+    assert {tile["insight"] is None for tile in retrieved["tiles"]} == {True, False}
+    validate(reference, patched.json(), "Dashboard")
+    assert len(patched.json()["tiles"]) == 3
+    validate(reference, replaced.json(), "Dashboard")
+    validate(reference, sharing.json(), "SharingConfiguration")
+    validate(reference, refreshed.json(), "SharingConfiguration")

@@ -6,7 +6,7 @@ from rest_framework.test import APIClient
 
 from tests.apikeys.test_scope_matrix import ROUTES
 
-HTTP_METHODS = {"get", "post", "patch", "delete"}
+HTTP_METHODS = {"get", "post", "put", "patch", "delete"}
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +38,7 @@ def test_every_operation_states_its_scope_and_error_responses(schema):
                 assert operation["responses"][status]["content"]["application/json"]["schema"] == {
                     "$ref": "#/components/schemas/Error"
                 }
-            if method in ("post", "patch"):
+            if method in ("post", "put", "patch"):
                 assert "400" in operation["responses"], (method, path)
 
 
@@ -64,3 +64,40 @@ def test_docs_page_renders(db):
     response = APIClient().get("/api/docs/")
     assert response.status_code == 200
     assert b"swagger" in response.content.lower()
+
+
+def test_operations_describe_themselves_not_the_code_behind_them(schema):
+    """Viewset docstrings (about base classes, querysets and `self.`) once became every operation's description."""
+    for path, item in schema["paths"].items():
+        for method, operation in item.items():
+            if method in HTTP_METHODS:
+                text = operation["description"].lower()
+                assert "viewset" not in text and "self." not in text, (method, path, operation["description"])
+
+
+def test_schema_lists_the_refusals_of_deletes_conditional_writes_and_idempotent_posts(schema):
+    # Deleting the last project is a 400 `last_project`; If-Match gives 412; Idempotency-Key gives 409 and 422.
+    assert "400" in schema["paths"]["/api/projects/{id}/"]["delete"]["responses"]
+    for method in ("patch", "delete"):
+        assert "412" in schema["paths"]["/api/projects/{id}/"][method]["responses"], method
+    for status in ("409", "422"):
+        assert status in schema["paths"]["/api/organizations/"]["post"]["responses"], status
+
+
+def test_bulk_invites_state_the_array_bounds(schema):
+    body = schema["paths"]["/api/organizations/{organization_id}/invites/bulk/"]["post"]["requestBody"]
+    array = body["content"]["application/json"]["schema"]
+    assert (array["type"], array["minItems"], array["maxItems"]) == ("array", 1, 20)
+
+
+def test_domain_states_its_pattern(schema):
+    domain = schema["components"]["schemas"]["OrganizationDomainRequest"]["properties"]["domain"]
+    assert re.fullmatch(domain["pattern"].strip("^$"), "Example.com")
+    assert not re.fullmatch(domain["pattern"].strip("^$"), "0")
+
+
+def test_query_parameters_allow_an_empty_value_which_means_not_given(schema, key_client, organization):
+    parameters = schema["paths"]["/api/organizations/{organization_id}/activity/"]["get"]["parameters"]
+    assert all(p["allowEmptyValue"] for p in parameters if p["in"] == "query")
+    response = key_client("*").get(f"/api/organizations/{organization.id}/activity/", {"user": "", "limit": ""})
+    assert response.status_code == 200, response.json()

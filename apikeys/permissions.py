@@ -1,3 +1,5 @@
+"""The scope check of personal API keys: each viewset declares the scope object it needs (STYLE.md #6)."""
+
 from django.core.exceptions import ImproperlyConfigured
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 
@@ -43,6 +45,11 @@ class APIScopePermission(BasePermission):
     Only keys are constrained: a session (an operator logged into admin browsing the API) is limited by
     membership levels alone.
     """
+
+    @staticmethod
+    def required_scopes(view, method: str) -> list[str]:
+        """What the OpenAPI schema states for each operation (workspace/api/schema.py asks every permission)."""
+        return required_scopes_for(view, method)
 
     def has_permission(self, request, view) -> bool:
         key = request.auth

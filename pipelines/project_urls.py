@@ -1,0 +1,19 @@
+"""Routes under /api/projects/{project_id}/ owned by the pipelines app."""
+
+from pipelines.views import BatchExportBackfillViewSet, BatchExportRunViewSet, EventViewSet, ProjectBatchExportViewSet
+from workspace.api.routers import OptionalSlashRouter
+
+router = OptionalSlashRouter()
+router.register("batch_exports", ProjectBatchExportViewSet, basename="project-batch-exports")
+# /api/projects/{project_id}/batch_exports/{batch_export_id}/runs/[{id}/[retry|cancel|logs]/]
+router.register(
+    r"batch_exports/(?P<batch_export_id>[^/.]+)/runs", BatchExportRunViewSet, basename="project-batch-export-runs"
+)
+# /api/projects/{project_id}/batch_exports/{batch_export_id}/backfills/[{id}/[cancel]/]
+router.register(
+    r"batch_exports/(?P<batch_export_id>[^/.]+)/backfills",
+    BatchExportBackfillViewSet,
+    basename="project-batch-export-backfills",
+)
+router.register("events", EventViewSet, basename="project-events")
+urlpatterns = router.urls

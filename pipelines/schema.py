@@ -1,0 +1,82 @@
+"""OpenAPI for the batch-export destination: what each type needs in its `config` (pipelines.destinations)."""
+
+from drf_spectacular.extensions import OpenApiSerializerExtension
+
+from pipelines.destinations import DESTINATIONS, S3_FILE_FORMATS
+
+
+def config_schema(spec, destination_type: str) -> dict:
+    """The `config` a destination of this type needs when it is set whole (create, or a change of type)."""
+    properties: dict[str, dict] = {}
+    for key in spec.strings:
+        properties[key] = (
+            {"type": "string", "minLength": 1} if key in spec.required else {"type": "string", "nullable": True}
+        )
+    for key in spec.integers:
+        properties[key] = {"type": "integer", "minimum": 1, "maximum": 65535, "nullable": True}
+    for key in spec.booleans:
+        properties[key] = {"type": "boolean", "nullable": True}
+    for key in spec.lists:
+        properties[key] = {"type": "array", "items": {"type": "string"}, "nullable": True}
+    schema: dict = {"type": "object", "properties": properties}
+    if spec.required:
+        schema["required"] = list(spec.required)
+    all_of = [
+        {"anyOf": [{"required": [key], "properties": {key: {"type": "string", "minLength": 1}}} for key in group]}
+        for group in spec.one_of
+    ]
+    if destination_type == "S3":
+        properties["file_format"] = {"type": "string", "enum": list(S3_FILE_FORMATS), "default": "JSONLines"}
+        alternatives = []
+        for file_format, compressions in S3_FILE_FORMATS.items():
+            alternative = {
+                "properties": {
+                    "file_format": {"enum": [file_format]},
+                    "compression": {"type": "string", "nullable": True, "enum": sorted(c for c in compressions if c)},
+                }
+            }
+            if file_format != "JSONLines":  # JSONLines is the default when file_format is left out
+                alternative["required"] = ["file_format"]
+            alternatives.append(alternative)
+        all_of.append({"anyOf": alternatives})
+    if all_of:
+        schema["allOf"] = all_of
+    return schema
+
+
+class BatchExportDestinationExtension(OpenApiSerializerExtension):
+    """A create states each type's config; a PATCH merges `config` into the stored one, so nothing is required."""
+
+    target_class = "pipelines.serializers.BatchExportDestinationSerializer"
+
+    def _whole(self, auto_schema, direction) -> bool:
+        return direction == "request" and auto_schema.method in ("POST", "PUT")
+
+    def _partial(self, auto_schema, direction) -> bool:
+        return direction == "request" and auto_schema.method == "PATCH"
+
+    def get_name(self, auto_schema, direction):
+        if self._whole(auto_schema, direction):
+            return "BatchExportDestinationCreate"
+        return "PatchedBatchExportDestination" if self._partial(auto_schema, direction) else None
+
+    def map_serializer(self, auto_schema, direction):
+        if not self._whole(auto_schema, direction):
+            schema = auto_schema._map_basic_serializer(self.target, direction)
+            if self._partial(auto_schema, direction):
+                # A PATCH may leave out `type`: the config is merged into the stored one of the stored type.
+                schema.pop("required", None)
+            return schema
+        alternatives = []
+        for destination_type, spec in DESTINATIONS.items():
+            alternative = {
+                "type": "object",
+                "properties": {
+                    # Wrapped in allOf so that the enum hook does not merge the one-value enums into one.
+                    "type": {"type": "string", "allOf": [{"enum": [destination_type]}]},
+                    "config": config_schema(spec, destination_type),
+                },
+                "required": ["type", "config"] if spec.required or spec.one_of else ["type"],
+            }
+            alternatives.append(alternative)
+        return {"oneOf": alternatives}

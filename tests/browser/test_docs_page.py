@@ -1,0 +1,30 @@
+"""The API docs in a real browser: Swagger UI lists the operations, and nothing is fetched from another host."""
+
+import pytest
+
+# Without Selenium (a dev dependency) the module is skipped, like the tests without Chromium (conftest.py).
+pytest.importorskip("selenium", reason="needs Selenium: pip install -e '.[dev]'")
+
+
+from urllib.parse import urlsplit
+
+from selenium.webdriver.common.by import By
+
+from tests.browser.pages import requested_urls, wait
+
+
+def test_the_docs_page_lists_the_operations_without_leaving_127_0_0_1(browser, live_service):
+    browser.get(f"{live_service.url}/api/docs/")
+
+    wait(browser, 30).until(lambda driver: len(driver.find_elements(By.CSS_SELECTOR, ".opblock")) >= 10)
+    paths = {element.text for element in browser.find_elements(By.CSS_SELECTOR, ".opblock-summary-path")}
+    assert any(path.startswith("/api/projects/") for path in paths), sorted(paths)[:20]
+    assert any("dashboards" in path for path in paths)
+
+    urls = requested_urls(browser)
+    assert any(urlsplit(url).path.endswith("swagger-ui-bundle.js") for url in urls), urls
+    assert any(urlsplit(url).path.startswith("/api/schema") for url in urls), urls
+    elsewhere = [
+        url for url in urls if urlsplit(url).scheme not in ("data", "blob") and urlsplit(url).hostname != "127.0.0.1"
+    ]
+    assert elsewhere == []

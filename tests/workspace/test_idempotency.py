@@ -1,0 +1,120 @@
+"""Idempotency-Key on POSTs (DECISIONS.md §10): replay, reuse with another request, a key in use, bad keys."""
+
+import hashlib
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import requests
+from django.core.cache import caches
+
+from organizations.models import Organization
+from tests.workspace.factories import UserFactory
+from workspace.api.idempotency import record_key
+
+
+@pytest.fixture
+def client(key_client):
+    return key_client("organization:write", "organization_member:write")
+
+
+def create(client, name="Acme", key="retry-1", **extra):
+    return client.post("/api/organizations/", {"name": name}, format="json", HTTP_IDEMPOTENCY_KEY=key, **extra)
+
+
+def test_a_retry_replays_the_first_answer_and_creates_nothing(client):
+    first = create(client)
+    second = create(client)
+
+    assert first.status_code == second.status_code == 201
+    assert second.json() == first.json()
+    assert second["Idempotent-Replayed"] == "true"
+    assert "Idempotent-Replayed" not in first
+    assert second["ETag"] == first["ETag"]
+    assert Organization.objects.filter(name="Acme").count() == 1
+
+
+def test_the_same_key_with_another_body_is_a_422_and_does_nothing(client):
+    create(client)
+    response = create(client, name="Other")
+
+    assert response.status_code == 422
+    assert response.json()["code"] == "idempotency_key_reused"
+    assert not Organization.objects.filter(name="Other").exists()
+
+
+def test_the_same_key_on_another_path_is_a_422(client, organization):
+    create(client)
+    response = client.post(
+        f"/api/organizations/{organization.pk}/invites/",
+        {"name": "Acme"},
+        format="json",
+        HTTP_IDEMPOTENCY_KEY="retry-1",
+    )
+    assert response.status_code == 422
+
+
+def test_a_key_still_running_is_a_409(client, settings):
+    create(client, key="in-flight")
+    store = caches[settings.IDEMPOTENCY_CACHE]
+    caller = "key:" + hashlib.sha256(client._credentials["HTTP_AUTHORIZATION"].encode()).hexdigest()
+    stored_at = record_key(caller, "in-flight")
+    store.set(stored_at, {**store.get(stored_at), "state": "running"})
+
+    response = create(client, key="in-flight")
+
+    assert response.status_code == 409
+    assert response.json()["code"] == "idempotency_key_in_use"
+    assert Organization.objects.filter(name="Acme").count() == 1
+
+
+def test_parallel_retries_through_the_live_server_create_one_record(live_service, alice, issue_key):
+    key = issue_key(alice, "organization:write")
+    barrier = threading.Barrier(10)
+
+    def post(_):
+        barrier.wait()
+        return requests.post(
+            f"{live_service.url}/api/organizations/",
+            json={"name": "Once"},
+            headers={"Authorization": f"Bearer {key}", "Idempotency-Key": "same"},
+            timeout=30,
+        )
+
+    with ThreadPoolExecutor(10) as pool:
+        statuses = sorted(response.status_code for response in pool.map(post, range(10)))
+
+    assert set(statuses) <= {201, 409} and 201 in statuses
+    assert Organization.objects.filter(name="Once").count() == 1
+
+
+def test_keys_belong_to_their_caller(client, key_client, alice):
+    create(client)
+    other = key_client("organization:write", user=UserFactory())
+    response = create(other)
+
+    assert response.status_code == 201
+    assert "Idempotent-Replayed" not in response
+    assert Organization.objects.filter(name="Acme").count() == 2
+
+
+def test_a_validation_error_is_replayed_too(client):
+    first = client.post("/api/organizations/", {"name": ""}, format="json", HTTP_IDEMPOTENCY_KEY="bad")
+    second = client.post("/api/organizations/", {"name": ""}, format="json", HTTP_IDEMPOTENCY_KEY="bad")
+
+    assert first.status_code == second.status_code == 400
+    assert second["Idempotent-Replayed"] == "true"
+
+
+@pytest.mark.parametrize("key", ["", "x" * 256, "tab\there", "ünicode"])
+def test_a_malformed_key_is_a_400(client, key):
+    response = client.post("/api/organizations/", {"name": "Acme"}, format="json", headers={"Idempotency-Key": key})
+    assert response.status_code == 400
+    assert response.json()["code"] == "invalid_idempotency_key"
+    assert not Organization.objects.filter(name="Acme").exists()
+
+
+def test_without_a_key_every_post_runs(client):
+    client.post("/api/organizations/", {"name": "Acme"}, format="json")
+    client.post("/api/organizations/", {"name": "Acme"}, format="json")
+    assert Organization.objects.filter(name="Acme").count() == 2

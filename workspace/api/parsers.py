@@ -1,0 +1,61 @@
+"""The request body parser: DRF's JSON parser, refusing input that would fail further in with a 500."""
+
+from rest_framework import parsers
+from rest_framework.exceptions import ErrorDetail, ValidationError
+
+NUL = "\x00"
+
+
+class JSONParser(parsers.JSONParser):
+    """DRF's JSON parser with two limits, checked on the whole body before any view sees it.
+
+    - A NUL character (`\\u0000`) in any string or object key is a 400 `null_characters_not_allowed` whose `attr`
+      is the path to it (`filters__a__0`; for a key, the object holding it). PostgreSQL stores NUL in neither
+      `text` nor `jsonb`, so it would otherwise fail at the database with a 500.
+    - Nesting deeper than `max_depth` levels is a 400 `invalid_input`. Nothing legitimate nests that deep, and code
+      that walks the data recursively (serializers, copies, the encoder) would fail far sooner than Python's
+      parser, which itself raises RecursionError at about a thousand levels.
+    """
+
+    max_depth = 32
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        try:
+            data = super().parse(stream, media_type, parser_context)
+        except RecursionError:
+            raise self.too_deep() from None
+        self.check(data)
+        return data
+
+    def too_deep(self) -> ValidationError:
+        return ValidationError(
+            [ErrorDetail(f"JSON nested deeper than {self.max_depth} levels is not accepted.", "invalid_input")]
+        )
+
+    def check(self, data) -> None:
+        """Walk the parsed body without recursion, in document order, stopping at the first problem."""
+        stack = [(data, (), 1)]
+        while stack:
+            value, path, depth = stack.pop()
+            if isinstance(value, str):
+                if NUL in value:
+                    raise null_characters(path)
+                continue
+            if not isinstance(value, dict | list):
+                continue
+            if depth > self.max_depth:
+                raise self.too_deep()
+            if isinstance(value, dict):
+                children = []
+                for key, item in value.items():
+                    if NUL in key:
+                        raise null_characters(path)
+                    children.append((item, (*path, key), depth + 1))
+            else:
+                children = [(item, (*path, str(index)), depth + 1) for index, item in enumerate(value)]
+            stack.extend(reversed(children))
+
+
+def null_characters(path: tuple[str, ...]) -> ValidationError:
+    detail = [ErrorDetail("Null characters are not allowed.", "null_characters_not_allowed")]
+    return ValidationError({"__".join(path): detail} if path else detail)

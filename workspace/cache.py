@@ -1,0 +1,121 @@
+"""The shared cache, failing open: when Redis is unreachable or hung the service goes on with a per-process cache.
+
+The cache holds rate-limit counters. Were every Redis error passed on, a Redis outage would make every API request
+fail; answering from memory instead keeps the service up, with rate limits counted per process until Redis is back.
+"""
+
+import logging
+import threading
+import time
+
+import redis
+from django.core.cache.backends.locmem import LocMemCache
+from django.core.cache.backends.redis import RedisCache
+
+logger = logging.getLogger(__name__)
+
+# Process-wide, per Redis location: Django builds one cache object per thread, but Redis is down for all of them.
+_lock = threading.Lock()
+_skip_until: dict[str, float] = {}
+_last_warning: dict[str, float] = {}
+
+
+class FailOpenRedisCache(RedisCache):
+    """Redis, or this process's memory while Redis fails.
+
+    An operation that fails with a Redis error (refused, timed out, reset, read-only) is answered from a memory
+    cache shared by the threads of this process, and Redis is skipped for `RETRY_INTERVAL` seconds (default 5) so
+    that a hung server costs one socket timeout now and then, not one per request. Keep the socket timeouts short
+    in `OPTIONS` (`socket_connect_timeout`, `socket_timeout`): they bound what a request can lose to Redis.
+    A warning is logged at most once a minute per process.
+    """
+
+    warning_interval = 60.0
+
+    def __init__(self, server, params):
+        super().__init__(server, params)
+        self._location = str(server)
+        self.retry_interval = float(params.get("RETRY_INTERVAL", 5))
+        self._fallback = LocMemCache(
+            f"fail-open:{self._location}",
+            {"TIMEOUT": params.get("TIMEOUT", 300), "OPTIONS": {"MAX_ENTRIES": 10_000}},
+        )
+
+    def ping(self) -> bool:
+        """Whether Redis answers right now, bypassing the fallback (for readiness checks)."""
+        try:
+            return bool(self._cache.get_client(write=True).ping())
+        except redis.RedisError:
+            return False
+
+    def _redis_skipped(self) -> bool:
+        until = _skip_until.get(self._location)
+        return until is not None and time.monotonic() < until
+
+    def _failed(self, error: Exception) -> None:
+        now = time.monotonic()
+        with _lock:
+            _skip_until[self._location] = now + self.retry_interval
+            last = _last_warning.get(self._location)
+            warn = last is None or now - last >= self.warning_interval
+            if warn:
+                _last_warning[self._location] = now
+        if warn:
+            logger.warning(
+                "Redis cache unavailable (%s: %s); using per-process memory, so rate limits are counted per process "
+                "until it answers again. Retrying every %g s; this warning repeats at most once a minute.",
+                type(error).__name__,
+                error,
+                self.retry_interval,
+            )
+
+    def _recovered(self) -> None:
+        with _lock:
+            was_down = _skip_until.pop(self._location, None) is not None
+        if was_down:
+            logger.info("Redis cache answers again.")
+
+    def _call(self, name: str, *args, **kwargs):
+        if not self._redis_skipped():
+            try:
+                result = getattr(super(), name)(*args, **kwargs)
+            except redis.RedisError as error:
+                self._failed(error)
+            else:
+                if _skip_until:
+                    self._recovered()
+                return result
+        return getattr(self._fallback, name)(*args, **kwargs)
+
+    def add(self, *args, **kwargs):
+        return self._call("add", *args, **kwargs)
+
+    def get(self, *args, **kwargs):
+        return self._call("get", *args, **kwargs)
+
+    def set(self, *args, **kwargs):
+        return self._call("set", *args, **kwargs)
+
+    def touch(self, *args, **kwargs):
+        return self._call("touch", *args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        return self._call("delete", *args, **kwargs)
+
+    def get_many(self, *args, **kwargs):
+        return self._call("get_many", *args, **kwargs)
+
+    def has_key(self, *args, **kwargs):
+        return self._call("has_key", *args, **kwargs)
+
+    def incr(self, *args, **kwargs):
+        return self._call("incr", *args, **kwargs)
+
+    def set_many(self, *args, **kwargs):
+        return self._call("set_many", *args, **kwargs)
+
+    def delete_many(self, *args, **kwargs):
+        return self._call("delete_many", *args, **kwargs)
+
+    def clear(self):
+        return self._call("clear")

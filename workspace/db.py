@@ -1,0 +1,130 @@
+"""A bound on how long a request waits for PostgreSQL, however the database fails.
+
+The settings give PostgreSQL a connect timeout, a statement timeout and TCP keepalives. None of them helps when
+the server, or a proxy in front of it, keeps the TCP connection open and stops answering: the statement never
+reaches the server, the keepalives are acknowledged, and libpq waits forever. So a watchdog thread in each process
+looks at the process's connections a few times a second; a connection that has waited for the same answer longer
+than `DATABASE_RESPONSE_TIMEOUT_MS` gets its socket shut down. The waiting request then fails at once with an
+OperationalError (answered with a 503) and Django opens a new connection for the next one.
+"""
+
+import logging
+import os
+import socket
+import threading
+import time
+import weakref
+
+from django.conf import settings
+
+logger = logging.getLogger(__name__)
+
+
+class _Watched:
+    """Per connection: how many queries it has started (as an execute wrapper) and since when it has been waiting."""
+
+    __slots__ = ("calls", "seen_calls", "since", "__weakref__")
+
+    def __init__(self):
+        self.calls = 0
+        self.seen_calls = -1
+        self.since: float | None = None
+
+    def __call__(self, execute, sql, params, many, context):
+        self.calls += 1
+        return execute(sql, params, many, context)
+
+
+class ResponseWatchdog:
+    """Shuts down the socket of any watched connection that has been waiting for one answer for `timeout` seconds.
+
+    "Waiting" is libpq's ACTIVE state (a command sent, its result not complete). A connection counts as stuck only
+    if it was ACTIVE at every look for the whole timeout and started no other query meanwhile, so a series of
+    quick queries is never mistaken for a hung one. Health checks, commits and rollbacks are covered too: they do
+    not go through Django's cursors, but they leave the connection ACTIVE while they wait.
+    """
+
+    def __init__(self, timeout: float):
+        self.timeout = timeout
+        self.interval = min(0.5, timeout / 5)
+        self._watched: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._pid: int | None = None
+        self._stopped = threading.Event()
+
+    def watch(self, wrapper) -> None:
+        """Watch a Django connection (a DatabaseWrapper) from now on; called when it connects."""
+        with self._lock:
+            if wrapper not in self._watched:
+                watched = _Watched()
+                # First, so that `connection.execute_wrapper()` blocks opened around us still pop their own wrapper.
+                wrapper.execute_wrappers.insert(0, watched)
+                self._watched[wrapper] = watched
+            if self._thread is None or not self._thread.is_alive() or self._pid != os.getpid():
+                self._pid = os.getpid()
+                self._thread = threading.Thread(target=self._run, name="database-response-watchdog", daemon=True)
+                self._thread.start()
+
+    def stop(self) -> None:
+        self._stopped.set()
+
+    def _run(self) -> None:
+        while not self._stopped.wait(self.interval):
+            try:
+                self.check(time.monotonic())
+            except Exception:  # the watchdog must outlive any surprise
+                logger.exception("The database response watchdog failed a check")
+
+    def check(self, now: float) -> None:
+        from psycopg.pq import TransactionStatus
+
+        ACTIVE = TransactionStatus.ACTIVE  # noqa: N806 - psycopg is imported here, as only PostgreSQL needs it
+        with self._lock:
+            items = list(self._watched.items())
+        for wrapper, watched in items:
+            connection = wrapper.connection
+            if connection is None or connection.closed or connection.info.transaction_status != ACTIVE:
+                watched.since = None
+                continue
+            if watched.since is None or watched.seen_calls != watched.calls:
+                watched.since = now
+                watched.seen_calls = watched.calls
+                continue
+            if now - watched.since >= self.timeout:
+                watched.since = None
+                self.abort(connection)
+
+    def abort(self, connection) -> None:
+        logger.warning(
+            "No answer from the database for %g s; closing the connection so that the request fails instead of "
+            "hanging (DATABASE_RESPONSE_TIMEOUT_MS).",
+            self.timeout,
+        )
+        try:
+            # A duplicate of the descriptor: shutting it down ends the TCP connection the waiting thread reads from.
+            sock = socket.socket(fileno=os.dup(connection.fileno()))
+        except Exception:  # closed meanwhile: nothing left to wake
+            return
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        finally:
+            sock.close()
+
+
+_watchdog: ResponseWatchdog | None = None
+_watchdog_lock = threading.Lock()
+
+
+def watch_connection(sender, connection, **kwargs) -> None:
+    """`connection_created` receiver: put every new PostgreSQL connection under the watchdog."""
+    global _watchdog
+    timeout_ms = getattr(settings, "DATABASE_RESPONSE_TIMEOUT_MS", 0)
+    if connection.vendor != "postgresql" or not timeout_ms:
+        return
+    with _watchdog_lock:
+        if _watchdog is None:
+            _watchdog = ResponseWatchdog(timeout_ms / 1000)
+    _watchdog.watch(connection)
