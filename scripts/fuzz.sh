@@ -37,7 +37,7 @@ SERVER_PID=$!
 
 status=0
 .venv/bin/schemathesis run "http://127.0.0.1:$PORT/api/schema/" \
-  --wait-for-schema 30 \
+  --wait-for-schema 120 \
   --header "Authorization: Bearer $KEY" \
   --phases examples,coverage,fuzzing,stateful \
   --checks all \

@@ -20,6 +20,7 @@ import requests
 from django.db import connection
 
 ROOT = Path(__file__).resolve().parent.parent
+STARTUP_SECONDS = 90
 
 
 def free_port() -> int:
@@ -115,15 +116,17 @@ def start_service(
         stderr=subprocess.STDOUT,
     )
     service = LiveService(url=f"http://127.0.0.1:{port}", process=process, log_path=Path(log_file.name), server=server)
-    deadline = time.monotonic() + 30
+    # A worker imports the application on its first request, which takes seconds on a busy machine: wait for an
+    # answer, not only for the port to accept connections.
+    deadline = time.monotonic() + STARTUP_SECONDS
     while True:
         if process.poll() is not None:
             raise RuntimeError(f"The service exited with {process.returncode}:\n{service.log()}")
         try:
-            requests.get(f"{service.url}/api/", timeout=2)
+            requests.get(f"{service.url}/api/", timeout=10)
             return service
-        except requests.ConnectionError:
+        except (requests.ConnectionError, requests.Timeout):
             if time.monotonic() > deadline:
                 service.stop()
-                raise RuntimeError(f"The service did not answer within 30 s:\n{service.log()}") from None
+                raise RuntimeError(f"The service did not answer within {STARTUP_SECONDS} s:\n{service.log()}") from None
             time.sleep(0.1)
