@@ -38,6 +38,7 @@ class BatchExportRunSerializer(ModelSerializer):
             "finished_at",
             "last_updated_at",
             "records_total_count",
+            "bytes_exported",
             "batch_export",
         ]
         read_only_fields = fields

@@ -232,6 +232,7 @@ class TestReadAndList:
                     "finished_at": None,
                     "last_updated_at": body["latest_runs"][0]["last_updated_at"],
                     "records_total_count": None,
+                    "bytes_exported": None,
                     "batch_export": str(export.id),
                 }
             ],
