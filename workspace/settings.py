@@ -238,6 +238,10 @@ CAPTURE_MAX_BODY_BYTES = env_int("CAPTURE_MAX_BODY_BYTES", 20_000_000)
 EVENT_PARTITION_MONTHS_AHEAD = env_int("EVENT_PARTITION_MONTHS_AHEAD", 3)
 EVENT_PARTITION_MONTHS_BEHIND = env_int("EVENT_PARTITION_MONTHS_BEHIND", 24)
 
+# Batch export destinations (HTTP url, Postgres/Redshift host, S3 endpoint_url) that resolve to loopback, private,
+# link-local, reserved or cloud-metadata addresses are refused at run time unless this is on (development, tests).
+BATCH_EXPORT_ALLOW_PRIVATE_DESTINATIONS = env_bool("BATCH_EXPORT_ALLOW_PRIVATE_DESTINATIONS", False)
+
 # Email: console backend in development; SMTP when EMAIL_HOST is set.
 EMAIL_HOST = os.environ.get("EMAIL_HOST", "")
 if EMAIL_HOST:
