@@ -52,6 +52,7 @@ __all__ = [
 EXPORTERS: dict[str, str] = {
     "Postgres": "pipelines.exporters.postgres",
     "Redshift": "pipelines.exporters.redshift",
+    "HTTP": "pipelines.exporters.http",
     "NoOp": "pipelines.exporters.noop",
     "Snowflake": "pipelines.exporters.snowflake",
     "BigQuery": "pipelines.exporters.bigquery",
