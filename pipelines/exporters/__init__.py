@@ -50,6 +50,7 @@ __all__ = [
 # Destination type (pipelines.destinations.DESTINATIONS) -> the module exporting to it; imported when first used,
 # so a worker loads boto3 or pyarrow only if it exports to S3.
 EXPORTERS: dict[str, str] = {
+    "S3": "pipelines.exporters.s3",
     "Postgres": "pipelines.exporters.postgres",
     "Redshift": "pipelines.exporters.redshift",
     "HTTP": "pipelines.exporters.http",
