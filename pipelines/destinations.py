@@ -51,6 +51,7 @@ DESTINATIONS: dict[str, DestinationSpec] = {
             "kms_key_id",
             "encryption",
         ),
+        integers=("max_file_size_mb",),
         lists=_EVENT_FILTERS,
     ),
     "Snowflake": DestinationSpec(

@@ -122,7 +122,8 @@ def start_service(
         try:
             requests.get(f"{service.url}/api/", timeout=2)
             return service
-        except requests.ConnectionError:
+        except (requests.ConnectionError, requests.Timeout):
+            # A Timeout too: on a loaded machine a worker may take longer than that to boot and answer.
             if time.monotonic() > deadline:
                 service.stop()
                 raise RuntimeError(f"The service did not answer within 30 s:\n{service.log()}") from None

@@ -238,6 +238,10 @@ CAPTURE_MAX_BODY_BYTES = env_int("CAPTURE_MAX_BODY_BYTES", 20_000_000)
 EVENT_PARTITION_MONTHS_AHEAD = env_int("EVENT_PARTITION_MONTHS_AHEAD", 3)
 EVENT_PARTITION_MONTHS_BEHIND = env_int("EVENT_PARTITION_MONTHS_BEHIND", 24)
 
+# Batch export destinations (HTTP url, Postgres/Redshift host, S3 endpoint_url) that resolve to loopback, private,
+# link-local, reserved or cloud-metadata addresses are refused at run time unless this is on (development, tests).
+BATCH_EXPORT_ALLOW_PRIVATE_DESTINATIONS = env_bool("BATCH_EXPORT_ALLOW_PRIVATE_DESTINATIONS", False)
+
 # Email: console backend in development; SMTP when EMAIL_HOST is set.
 EMAIL_HOST = os.environ.get("EMAIL_HOST", "")
 if EMAIL_HOST:
@@ -277,9 +281,6 @@ TEMPORAL_UI_URL = os.environ.get("TEMPORAL_UI_URL", "").rstrip("/")
 BATCH_EXPORT_BACKFILL_CONCURRENCY = max(1, env_int("BATCH_EXPORT_BACKFILL_CONCURRENCY", 4))
 # Activities (database reads and destination writes) one worker process runs at the same time.
 BATCH_EXPORT_WORKER_ACTIVITIES = max(1, env_int("BATCH_EXPORT_WORKER_ACTIVITIES", 8))
-# Destinations whose host resolves to a loopback, private, link-local or metadata address are refused at run time
-# unless this is on (development and tests).
-BATCH_EXPORT_ALLOW_PRIVATE_DESTINATIONS = env_bool("BATCH_EXPORT_ALLOW_PRIVATE_DESTINATIONS", False)
 
 # Personal API keys.
 API_KEY_PREFIX = "phx_"
