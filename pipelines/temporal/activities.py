@@ -1,7 +1,7 @@
 """The database work of the batch-export workflows, and the export itself: Django ORM in the worker's threads.
 
-Every activity is synchronous and runs in the worker's thread pool; it closes stale database connections before
-and after (a worker lives for days, and the database may drop a connection meanwhile). Each writes only runs that
+Every activity is synchronous and runs in the worker's thread pool, with a database connection of its own that it
+closes when it ends. Each writes only runs that
 are still unfinished, so a run cancelled through the API stays `Cancelled` whatever its workflow reports later.
 """
 
@@ -13,7 +13,7 @@ import socket
 import threading
 from collections.abc import Iterator
 
-from django.db import close_old_connections, transaction
+from django.db import close_old_connections, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 from temporalio import activity
@@ -41,11 +41,13 @@ DESTINATION_ERROR = "DestinationError"
 
 @contextlib.contextmanager
 def database():
+    """The activity's database work: a connection of its own, closed when it ends, so that idle activity threads
+    hold none (a worker runs for days; a connection per activity costs little beside an export)."""
     close_old_connections()
     try:
         yield
     finally:
-        close_old_connections()
+        connection.close()
 
 
 def _log(run_id, level: str, message: str) -> None:
@@ -184,6 +186,7 @@ def export_run(run_id: str) -> ExportOutcome:
                     data_interval_start=run.data_interval_start,
                     data_interval_end=run.data_interval_end,
                     log=log,
+                    hogql_query=export.hogql_query or None,
                 )
         except (CancelledError, ApplicationError):
             raise

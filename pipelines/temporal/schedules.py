@@ -13,6 +13,7 @@ import logging
 from dataclasses import asdict, dataclass
 
 from django.conf import settings
+from django.db import close_old_connections, connection
 from temporalio.client import (
     Client,
     Schedule,
@@ -134,8 +135,13 @@ async def delete_schedule(client: Client, batch_export_id: str) -> bool:
 
 
 def desired_schedules() -> list[DesiredSchedule]:
-    """Every export's schedule as it should be (a database read: run it in a thread from async code)."""
-    return [DesiredSchedule.of(export) for export in BatchExport.objects.order_by("created_at", "id").iterator()]
+    """Every export's schedule as it should be (a database read: run it in a thread from async code, which it
+    leaves without a connection)."""
+    close_old_connections()
+    try:
+        return [DesiredSchedule.of(export) for export in BatchExport.objects.order_by("created_at", "id").iterator()]
+    finally:
+        connection.close()
 
 
 async def reconcile_schedules(client: Client) -> dict[str, int]:

@@ -10,7 +10,7 @@ import logging
 from concurrent.futures import ThreadPoolExecutor
 
 from django.conf import settings
-from django.db import close_old_connections
+from django.db import close_old_connections, connection
 from django.utils import timezone
 from temporalio.client import Client
 from temporalio.worker import Worker
@@ -41,7 +41,7 @@ def _waiting() -> tuple[list[BatchExportBackfill], list[BatchExportRun]]:
             status=BatchExportRun.Status.STARTING, backfill__isnull=True, created_at__lt=before
         ).exclude(workflow_id="")
     )
-    close_old_connections()
+    connection.close()
     return backfills, runs
 
 
