@@ -333,3 +333,47 @@ def test_a_write_succeeds_when_temporal_is_unreachable(transactional_db, api_cli
 
     assert BatchExport.objects.filter(pk=export.pk).exists()
     assert "Could not update the schedule of batch export" in caplog.text
+
+
+def test_cancelling_a_backfill_cancels_its_workflow_and_its_runs(temporal, api_client, project, monkeypatch):
+    now = timezone.now()
+    export = create_export(api_client, project, {"type": "NoOp", "config": {}})
+    started, interrupted = threading.Event(), threading.Event()
+    _, destination_error = activities.exporter()
+
+    def slow_export(*args, **kwargs):
+        started.set()
+        try:
+            while True:
+                time.sleep(0.05)
+        except BaseException:
+            interrupted.set()
+            raise
+
+    monkeypatch.setattr(activities, "exporter", lambda: (slow_export, destination_error))
+    end = interval_end(now, HOUR)
+    created = backfill(api_client, project, export, end - 4 * HOUR, end)
+    assert started.wait(60), "the export never started"
+
+    response = api_client.post(f"{export_url(project, export.pk)}backfills/{created.pk}/cancel/")
+
+    assert response.status_code == 200 and response.json()["status"] == "Cancelled"
+    wait_until(
+        lambda: workflow_status(created.workflow_id) == WorkflowExecutionStatus.CANCELED, 60, message="cancellation"
+    )
+    assert set(created.runs.values_list("status", flat=True)) == {"Cancelled"}
+    workflow_ids = [run.workflow_id for run in created.runs.all()]
+    wait_until(
+        lambda: not any(workflow_running(workflow_id) for workflow_id in workflow_ids),
+        60,
+        message="the runs' workflows to stop",
+    )
+    assert interrupted.wait(30), "the destination kept running"
+
+
+def workflow_running(workflow_id: str) -> bool:
+    try:
+        return workflow_status(workflow_id) == WorkflowExecutionStatus.RUNNING
+    except RPCError as error:
+        assert error.status == RPCStatusCode.NOT_FOUND  # never started
+        return False
