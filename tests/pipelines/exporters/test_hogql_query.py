@@ -3,6 +3,7 @@
 from datetime import UTC, datetime
 
 import pytest
+from django.core.exceptions import ValidationError
 
 from pipelines.exporters import Column, QueryError, compile_query, select_columns
 from pipelines.models import BatchExport
@@ -56,6 +57,16 @@ def test_create_with_anything_but_a_select_of_event_columns_is_a_400(client, org
     assert body["attr"] == "hogql_query"
     assert says in body["detail"]
     assert not BatchExport.objects.exists()
+
+
+def test_the_model_refuses_a_bad_query_for_every_writer(project):
+    export = BatchExportFactory.build(project=project, destination_type="NoOp", destination_config={})
+    export.hogql_query = "SELECT 1"
+    with pytest.raises(ValidationError) as raised:
+        export.full_clean()
+    assert "hogql_query" in raised.value.message_dict
+    export.hogql_query = "SELECT event FROM events WHERE event = 'x'"
+    export.full_clean()
 
 
 def test_update_with_a_bad_query_is_a_400_and_changes_nothing(client, organization, project):
