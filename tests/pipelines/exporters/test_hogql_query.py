@@ -1,5 +1,6 @@
 """hogql_query: validated on write (400, attr hogql_query) and turned into the exported columns and filter."""
 
+import time
 from datetime import UTC, datetime
 
 import pytest
@@ -156,3 +157,10 @@ def event(**fields):
 )
 def test_where_is_evaluated_on_each_event(where, matches):
     assert compile_query(f"SELECT uuid FROM events WHERE {where}").matches(event()) is matches
+
+
+def test_like_cannot_be_made_to_backtrack_for_ages():
+    query = compile_query("SELECT uuid FROM events WHERE distinct_id LIKE '" + "%a" * 1000 + "%b'")
+    started = time.perf_counter()
+    assert query.matches(event(distinct_id="a" * 20_000)) is False
+    assert time.perf_counter() - started < 2
