@@ -34,6 +34,7 @@ class DestinationSpec:
     booleans: tuple[str, ...] = ()
     lists: tuple[str, ...] = ()
     one_of: tuple[tuple[str, ...], ...] = field(default=())  # at least one key of each group must be present
+    choices: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (key, allowed values) for string keys with fixed values
 
 
 _EVENT_FILTERS = ("exclude_events", "include_events")
@@ -53,6 +54,7 @@ DESTINATIONS: dict[str, DestinationSpec] = {
         ),
         integers=("max_file_size_mb",),
         lists=_EVENT_FILTERS,
+        choices=(("encryption", ("AES256", "aws:kms")),),
     ),
     "Snowflake": DestinationSpec(
         required=("account", "database", "warehouse", "user", "schema", "table_name"),
@@ -72,6 +74,8 @@ DESTINATIONS: dict[str, DestinationSpec] = {
         strings=("host", "database", "user", "password", "schema", "table_name", "properties_data_type"),
         integers=("port",),
         lists=_EVENT_FILTERS,
+        # How JSON columns are stored: SUPER (queryable) or VARCHAR(65535) holding JSON text.
+        choices=(("properties_data_type", ("super", "varchar")),),
     ),
     "BigQuery": DestinationSpec(
         required=("project_id", "dataset_id", "table_id", "private_key", "private_key_id", "token_uri", "client_email"),
@@ -120,6 +124,10 @@ def config_errors(destination_type: str, config) -> dict:
         value = config.get(key)
         if value is not None and (not isinstance(value, list) or not all(isinstance(item, str) for item in value)):
             add(key, "Expected a list of strings.")
+    for key, allowed in spec.choices:
+        value = config.get(key)
+        if isinstance(value, str) and value not in allowed:
+            add(key, f"Use null or one of: {', '.join(allowed)}.")
     for group in spec.one_of:
         if all(config.get(key) in (None, "") for key in group):
             add(group[0], f"One of {', '.join(group)} is required for a {destination_type} destination.", "required")

@@ -12,6 +12,8 @@ def config_schema(spec, destination_type: str) -> dict:
         properties[key] = (
             {"type": "string", "minLength": 1} if key in spec.required else {"type": "string", "nullable": True}
         )
+    for key, allowed in spec.choices:
+        properties[key] = {"type": "string", "nullable": True, "enum": list(allowed)}
     for key in spec.integers:
         properties[key] = {"type": "integer", "minimum": 1, "maximum": 65535, "nullable": True}
     for key in spec.booleans:

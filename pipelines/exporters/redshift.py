@@ -1,7 +1,7 @@
 """Redshift: like Postgres (psycopg 3 speaks its protocol), but Redshift has neither `ON CONFLICT` nor
 `COPY ... FROM STDIN`: each batch is inserted into a temporary staging table with multi-row INSERTs, then, in one
 transaction, the target's rows with those uuids are deleted and the staged rows inserted, so a retried interval
-replaces its rows. `properties_data_type` picks how JSON columns are stored: `SUPER` (default) or `VARCHAR`
+replaces its rows. `properties_data_type` picks how JSON columns are stored: `super` (default) or `varchar`
 (`VARCHAR(65535)`, JSON text).
 """
 

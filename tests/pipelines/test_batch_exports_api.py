@@ -74,6 +74,13 @@ BAD_CONFIGS = [
     ("Snowflake", {**VALID_CONFIGS["Snowflake"], "password": None}, "destination__config__password"),
     ("Postgres", {**VALID_CONFIGS["Postgres"], "port": "5432"}, "destination__config__port"),
     ("Redshift", {**VALID_CONFIGS["Redshift"], "host": ""}, "destination__config__host"),
+    (
+        "Redshift",
+        {**VALID_CONFIGS["Redshift"], "properties_data_type": "JSONB"},
+        "destination__config__properties_data_type",
+    ),
+    ("S3", {**VALID_CONFIGS["S3"], "encryption": "rot13"}, "destination__config__encryption"),
+    ("S3", {**VALID_CONFIGS["S3"], "max_file_size_mb": 0}, "destination__config__max_file_size_mb"),
     ("BigQuery", {**VALID_CONFIGS["BigQuery"], "dataset_id": 7}, "destination__config__dataset_id"),
     ("HTTP", {"url": "https://ingest.example.com/batch", "token": None}, "destination__config__token"),
     ("NoOp", ["not", "an", "object"], "destination__config"),
