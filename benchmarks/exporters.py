@@ -11,6 +11,7 @@ exporting, the client libraries (boto3, pyarrow, psycopg) being imported beforeh
 import argparse
 import os
 import resource
+import socket
 import subprocess
 import sys
 import time
@@ -71,7 +72,15 @@ def main() -> int:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    time.sleep(3)
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
     endpoint = f"http://127.0.0.1:{port}"
     s3 = {"bucket_name": "bench", "region": "us-east-1", "aws_access_key_id": "k", "aws_secret_access_key": "s"}
     boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id="k",

@@ -48,6 +48,11 @@ class RedshiftWriter(PostgresWriter):
             return "JSON_PARSE(%s)"
         return "%s"
 
+    def prepare(self, events: list[dict]) -> tuple[object, int, int]:
+        rows = self.rows(events)
+        size = sum(len(str(value).encode()) for row in rows for value in row if value is not None)
+        return rows, len(rows), size
+
     def load_stage(self, cursor, rows: list[tuple]) -> None:
         row_placeholder = "(" + ", ".join(self.placeholder(column) for column in self.columns) + ")"
         for start in range(0, len(rows), INSERT_ROWS_PER_STATEMENT):

@@ -80,6 +80,27 @@ def test_postgres_rerun_replaces_changed_rows(scratch, run):
 
 
 @pytest.mark.requires_postgres
+def test_postgres_keeps_awkward_values_intact(scratch, run):
+    config, reader = scratch
+    awkward = {
+        "tab\there": "line\nbreak\r\\N back\\slash",
+        "quote": 'it\'s "quoted"',
+        "unicode": "ünïcødé ✓ 𝄞",
+        "null": None,
+        "list": [1, 2.5, True, None],
+    }
+    event = {**next(make_events(1)), "distinct_id": "tab\tand\\N", "properties": awkward}
+
+    run.export("Postgres", config, iter([event]))
+
+    ((distinct_id, properties),) = reader.execute(
+        f'SELECT distinct_id, properties FROM "{config["schema"]}".events_export'
+    ).fetchall()
+    assert distinct_id == "tab\tand\\N"
+    assert properties == awkward
+
+
+@pytest.mark.requires_postgres
 def test_postgres_columns_follow_the_hogql_query(scratch, run):
     config, reader = scratch
     query = "SELECT event, properties.$browser AS browser, properties['index'] FROM events WHERE event = 'signed_up'"
