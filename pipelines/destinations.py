@@ -1,5 +1,6 @@
 """What each batch-export destination type needs in its `config`, and which of its keys are secrets."""
 
+import re
 from dataclasses import dataclass, field
 
 from rest_framework.exceptions import ErrorDetail
@@ -19,6 +20,10 @@ SECRET_KEYS = frozenset(
     }
 )
 
+# What a URL key must look like; the schema publishes the same pattern. Whether its host may be reached is decided
+# when a run starts (pipelines.exporters.safety), since what a name resolves to can change.
+URL_PATTERN = re.compile(r"^https?://[^/?#\s]+(?:[/?#]\S*)?$")
+
 S3_FILE_FORMATS = {
     # file format -> compressions it supports (None means uncompressed)
     "JSONLines": {None, "gzip", "brotli"},
@@ -35,6 +40,7 @@ class DestinationSpec:
     lists: tuple[str, ...] = ()
     one_of: tuple[tuple[str, ...], ...] = field(default=())  # at least one key of each group must be present
     choices: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (key, allowed values) for string keys with fixed values
+    urls: tuple[str, ...] = ()  # string keys that, when present, must be http(s) URLs with a host
 
 
 _EVENT_FILTERS = ("exclude_events", "include_events")
@@ -55,6 +61,7 @@ DESTINATIONS: dict[str, DestinationSpec] = {
         integers=("max_file_size_mb",),
         lists=_EVENT_FILTERS,
         choices=(("encryption", ("AES256", "aws:kms")),),
+        urls=("endpoint_url",),
     ),
     "Snowflake": DestinationSpec(
         required=("account", "database", "warehouse", "user", "schema", "table_name"),
@@ -83,7 +90,7 @@ DESTINATIONS: dict[str, DestinationSpec] = {
         booleans=("use_json_type",),
         lists=_EVENT_FILTERS,
     ),
-    "HTTP": DestinationSpec(required=("url", "token"), strings=("url", "token"), lists=_EVENT_FILTERS),
+    "HTTP": DestinationSpec(required=("url", "token"), strings=("url", "token"), lists=_EVENT_FILTERS, urls=("url",)),
     "NoOp": DestinationSpec(),
 }
 
@@ -128,6 +135,10 @@ def config_errors(destination_type: str, config) -> dict:
         value = config.get(key)
         if isinstance(value, str) and value not in allowed:
             add(key, f"Use null or one of: {', '.join(allowed)}.")
+    for key in spec.urls:
+        value = config.get(key)
+        if isinstance(value, str) and value and not URL_PATTERN.match(value):
+            add(key, "Expected an http:// or https:// URL with a host.")
     for group in spec.one_of:
         if all(config.get(key) in (None, "") for key in group):
             add(group[0], f"One of {', '.join(group)} is required for a {destination_type} destination.", "required")

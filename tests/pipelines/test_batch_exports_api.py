@@ -83,6 +83,9 @@ BAD_CONFIGS = [
     ("S3", {**VALID_CONFIGS["S3"], "max_file_size_mb": 0}, "destination__config__max_file_size_mb"),
     ("BigQuery", {**VALID_CONFIGS["BigQuery"], "dataset_id": 7}, "destination__config__dataset_id"),
     ("HTTP", {"url": "https://ingest.example.com/batch", "token": None}, "destination__config__token"),
+    ("HTTP", {"url": "ingest.example.com/batch", "token": "t"}, "destination__config__url"),
+    ("HTTP", {"url": "file:///etc/passwd", "token": "t"}, "destination__config__url"),
+    ("S3", {**VALID_CONFIGS["S3"], "endpoint_url": "gopher://minio:9000"}, "destination__config__endpoint_url"),
     ("NoOp", ["not", "an", "object"], "destination__config"),
 ]
 
