@@ -205,6 +205,17 @@ class PostgresWriter:
             f"DELETE FROM {STAGE_TABLE}",
         ]
 
+    def create_table(self, connection) -> None:
+        """CREATE TABLE IF NOT EXISTS, which two runs starting at once (a backfill) can still race on: the loser
+        gets a unique violation on the catalog, meaning the table is there now."""
+        import psycopg
+
+        try:
+            with connection.transaction(), connection.cursor() as cursor:
+                cursor.execute(self.create_table_sql())
+        except (psycopg.errors.UniqueViolation, psycopg.errors.DuplicateTable, psycopg.errors.DuplicateObject):
+            self.context.debug(f"{self.schema}.{self.table} was created by another run at the same time.")
+
     def load_stage(self, cursor, payload) -> None:
         with cursor.copy(f"COPY {STAGE_TABLE} ({self.column_list()}) FROM STDIN") as copy:
             copy.write(payload)
@@ -219,8 +230,8 @@ class PostgresWriter:
         with self.connect() as connection:
             doing = f"Could not create the table {self.schema}.{self.table}"
             try:
+                self.create_table(connection)
                 with connection.cursor() as cursor:
-                    cursor.execute(self.create_table_sql())
                     cursor.execute(self.create_stage_sql())
                 connection.commit()
                 self.context.info(f"Writing to {self.name} table {self.schema}.{self.table}.")
