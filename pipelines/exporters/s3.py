@@ -259,6 +259,7 @@ def export(context: ExportContext, events: Iterable[dict]) -> ExportResult:
                 upload, writer = open_file(len(keys))
             writer.write(batch)
             records += len(batch)
+            context.debug(f"Encoded {records} events ({size + upload.size} bytes so far).")
             if max_file_bytes and upload.size >= max_file_bytes:
                 writer.close()
                 size += upload.finish()
