@@ -4,6 +4,8 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
 
+from pipelines.exporters.query import QueryError, validate_query
+
 
 class BatchExport(models.Model):
     """A scheduled export of a project's data to one destination, every `interval`.
@@ -48,6 +50,11 @@ class BatchExport(models.Model):
     def clean(self):
         if self.start_at is not None and self.end_at is not None and self.start_at >= self.end_at:
             raise ValidationError({"end_at": ValidationError("end_at must be after start_at.", code="invalid")})
+        # The API checks the query too (with a 400 on hogql_query); this covers every other writer, admin included.
+        try:
+            validate_query(self.hogql_query)
+        except QueryError as exc:
+            raise ValidationError({"hogql_query": ValidationError(str(exc), code="invalid")}) from exc
 
     def __str__(self) -> str:
         return self.name

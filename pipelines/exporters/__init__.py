@@ -14,6 +14,9 @@ counts the events that passed them (NoOp: the events it read). `columns=` (from 
 columns without a query's WHERE. Each destination type has its module, registered in `EXPORTERS`; the HTTP
 destination always sends whole events (the capture protocol has fixed fields), so columns do not apply to it.
 
+`export_events` is synchronous (an async worker runs it in a thread). Postgres, Redshift, S3 and HTTP call
+`log("DEBUG", ...)` after each batch or file they write, so a caller can heartbeat from its `log`.
+
 A DestinationError's message is safe to store and show: every secret of the config and anything shaped like a
 credential is scrubbed from it, as from every log line.
 """

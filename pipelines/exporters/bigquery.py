@@ -65,7 +65,8 @@ def export(context: ExportContext, events: Iterable[dict]) -> ExportResult:
                     value = column.read(event)
                     if column.path in (("timestamp",), ("created_at",)) and value is not None:
                         value = value.isoformat()
-                    elif column.path not in SCALAR_TYPES and value is not None:
+                    elif column.path not in SCALAR_TYPES and value is not None and json_type == "STRING":
+                        # A JSON column takes the value itself in a JSON load; a STRING column takes its JSON text.
                         value = dumps(value)
                     elif column.path == ("uuid",):
                         value = str(value)

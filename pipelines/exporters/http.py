@@ -15,10 +15,11 @@ import ssl
 import time
 from collections.abc import Iterable
 
-from pipelines.exporters.base import DestinationError, ExportContext, ExportResult, batched, dumps
+from pipelines.exporters.base import DestinationError, ExportContext, ExportResult, dumps
 from pipelines.exporters.safety import check_destination_url
 
 BATCH_SIZE = 1000
+BATCH_BYTES = 4 * 1024 * 1024
 TIMEOUT_SECONDS = 30
 ATTEMPTS = 4
 BACKOFF_SECONDS = 0.5
@@ -75,18 +76,43 @@ def export(context: ExportContext, events: Iterable[dict]) -> ExportResult:
     size = 0
     context.info(f"Sending events to {scheme}://{host_header}{parts.path or '/'}.")
     try:
-        for batch in batched(events, BATCH_SIZE):
-            body = gzip.compress(
-                dumps({"api_key": token, "batch": [capture_event(e) for e in batch]}).encode(), compresslevel=5
-            )
+        for batch in _batches(events, token):
+            body = gzip.compress(batch.encode(), compresslevel=5)
             _post(context, connection, path, host_header, body)
-            records += len(batch)
+            records += batch.count
             size += len(body)
             context.debug(f"Sent {records} events.")
     finally:
         connection.close()
     context.info(f"Sent {records} events ({size} bytes) to {host_header}.")
     return ExportResult(records=records, bytes=size)
+
+
+class _Batch(str):
+    count: int
+
+
+def _batches(events: Iterable[dict], token: str):
+    """Capture bodies of at most BATCH_SIZE events and about BATCH_BYTES of JSON (a receiver's body limit, such as
+    this service's 20 MB after decompression, must not be crossed by a batch of big events)."""
+    head = dumps({"api_key": token})[:-1] + ',"batch":['
+    encoded: list[str] = []
+    total = 0
+    for event in events:
+        line = dumps(capture_event(event))
+        if encoded and (len(encoded) >= BATCH_SIZE or total + len(line) > BATCH_BYTES):
+            yield _make_batch(head, encoded)
+            encoded, total = [], 0
+        encoded.append(line)
+        total += len(line) + 1
+    if encoded:
+        yield _make_batch(head, encoded)
+
+
+def _make_batch(head: str, encoded: list[str]) -> _Batch:
+    batch = _Batch(head + ",".join(encoded) + "]}")
+    batch.count = len(encoded)
+    return batch
 
 
 def _post(context: ExportContext, connection, path: str, host: str, body: bytes) -> None:

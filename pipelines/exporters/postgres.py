@@ -22,6 +22,8 @@ from pipelines.exporters.safety import resolve_destination_host
 BATCH_SIZE = 10_000
 CONNECT_TIMEOUT_SECONDS = 10
 STAGE_TABLE = "batch_export_stage"
+NULL = "\\N"  # COPY's text format: NULL, and the characters to escape in a value
+COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
 
 # SQLSTATE classes that no retry fixes: the config or the destination's schema must change first.
 PERMANENT_SQLSTATE_CLASSES = ("22", "28", "3D", "3F", "42")
@@ -79,6 +81,44 @@ class PostgresWriter:
     def rows(self, events: list[dict]) -> list[tuple]:
         return [tuple(self.value(column, event) for column in self.columns) for event in events]
 
+    def prepare(self, events: list[dict]) -> tuple[object, int, int]:
+        """(what load_stage takes, rows, bytes) for a batch: here COPY's text format, built in one string (about
+        three times faster than adapting each value through psycopg), whose size is the bytes sent."""
+        converters = self._text_converters()
+        data = "".join("\t".join([convert(event) for convert in converters]) + "\n" for event in events).encode()
+        return data, len(events), len(data)
+
+    def _text_converters(self) -> list:
+        converters = []
+        for column in self.columns:
+            field = column.path[0]
+            if column.path in (("timestamp",), ("created_at",)):
+
+                def convert(event, field=field):
+                    value = event.get(field)
+                    return NULL if value is None else value.isoformat()
+
+            elif column.path == ("team_id",):
+
+                def convert(event, field=field):
+                    value = event.get(field)
+                    return NULL if value is None else str(int(value))
+
+            elif column.path in (("uuid",), ("event",), ("distinct_id",)):
+
+                def convert(event, field=field):
+                    value = event.get(field)
+                    return NULL if value is None else str(value).translate(COPY_ESCAPES)
+
+            else:
+
+                def convert(event, read=column.read):
+                    value = read(event)
+                    return NULL if value is None else dumps(value).translate(COPY_ESCAPES)
+
+            converters.append(convert)
+        return converters
+
     # Connection ------------------------------------------------------------------------------------------------
 
     def connect(self):
@@ -105,7 +145,9 @@ class PostgresWriter:
             raise self.failure(exc, f"Could not connect to {self.name} at {host}:{port}") from exc
 
     def connect_options(self) -> dict:
-        return {}
+        # TLS when the server offers it; `has_self_signed_cert` servers get it unverified all the same (libpq's
+        # `prefer` never verifies the certificate), so the key needs nothing more here.
+        return {"sslmode": "prefer"}
 
     def failure(self, exc, doing: str) -> DestinationError:
         import psycopg
@@ -163,10 +205,20 @@ class PostgresWriter:
             f"DELETE FROM {STAGE_TABLE}",
         ]
 
-    def load_stage(self, cursor, rows: list[tuple]) -> None:
+    def create_table(self, connection) -> None:
+        """CREATE TABLE IF NOT EXISTS, which two runs starting at once (a backfill) can still race on: the loser
+        gets a unique violation on the catalog, meaning the table is there now."""
+        import psycopg
+
+        try:
+            with connection.transaction(), connection.cursor() as cursor:
+                cursor.execute(self.create_table_sql())
+        except (psycopg.errors.UniqueViolation, psycopg.errors.DuplicateTable, psycopg.errors.DuplicateObject):
+            self.context.debug(f"{self.schema}.{self.table} was created by another run at the same time.")
+
+    def load_stage(self, cursor, payload) -> None:
         with cursor.copy(f"COPY {STAGE_TABLE} ({self.column_list()}) FROM STDIN") as copy:
-            for row in rows:
-                copy.write_row(row)
+            copy.write(payload)
 
     # The run ---------------------------------------------------------------------------------------------------
 
@@ -178,20 +230,20 @@ class PostgresWriter:
         with self.connect() as connection:
             doing = f"Could not create the table {self.schema}.{self.table}"
             try:
+                self.create_table(connection)
                 with connection.cursor() as cursor:
-                    cursor.execute(self.create_table_sql())
                     cursor.execute(self.create_stage_sql())
                 connection.commit()
                 self.context.info(f"Writing to {self.name} table {self.schema}.{self.table}.")
                 for batch in batched(events, self.batch_size):
                     doing = f"Could not write to {self.schema}.{self.table}"
-                    rows = self.rows(batch)
+                    payload, count, payload_size = self.prepare(batch)
                     with connection.transaction(), connection.cursor() as cursor:
-                        self.load_stage(cursor, rows)
+                        self.load_stage(cursor, payload)
                         for statement in self.merge_sql():
                             cursor.execute(statement)
-                    records += len(rows)
-                    size += sum(len(str(value).encode()) for row in rows for value in row if value is not None)
+                    records += count
+                    size += payload_size
                     self.context.debug(f"Wrote {records} rows to {self.schema}.{self.table}.")
             except psycopg.Error as exc:
                 raise self.failure(exc, doing) from exc

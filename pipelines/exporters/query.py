@@ -16,7 +16,6 @@ exporters can do:
 both when given `hogql_query=`. `select_columns` gives only the columns.
 """
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -179,7 +178,7 @@ def _predicate(node) -> Callable[[dict], object]:
         exp.LTE: lambda a, b: _ordered(a, b, lambda x, y: x <= y),
         exp.GT: lambda a, b: _ordered(a, b, lambda x, y: x > y),
         exp.GTE: lambda a, b: _ordered(a, b, lambda x, y: x >= y),
-        exp.Like: lambda a, b: isinstance(a, str) and isinstance(b, str) and _like(b).fullmatch(a) is not None,
+        exp.Like: lambda a, b: isinstance(a, str) and isinstance(b, str) and _like_match(a, b),
     }
     for node_type, compare in comparisons.items():
         if isinstance(node, node_type):
@@ -264,9 +263,24 @@ def _ordered(left, right, compare) -> bool:
         return False
 
 
-@lru_cache(maxsize=256)
-def _like(pattern: str) -> re.Pattern:
-    parts = []
-    for char in pattern:
-        parts.append(".*" if char == "%" else "." if char == "_" else re.escape(char))
-    return re.compile("".join(parts), re.DOTALL)
+def _like_match(text: str, pattern: str) -> bool:
+    """SQL LIKE (`%` any run, `_` one character) without regular expressions: the classic two-pointer wildcard
+    match, linear in practice and O(len(text) * len(pattern)) at worst, where a backtracking regex can explode."""
+    t = p = 0
+    star = -1
+    resume = 0
+    while t < len(text):
+        if p < len(pattern) and pattern[p] == "%":
+            star, resume = p, t
+            p += 1
+        elif p < len(pattern) and (pattern[p] == "_" or pattern[p] == text[t]):
+            t += 1
+            p += 1
+        elif star >= 0:
+            resume += 1
+            t, p = resume, star + 1
+        else:
+            return False
+    while p < len(pattern) and pattern[p] == "%":
+        p += 1
+    return p == len(pattern)

@@ -1,7 +1,7 @@
 """Redshift: like Postgres (psycopg 3 speaks its protocol), but Redshift has neither `ON CONFLICT` nor
 `COPY ... FROM STDIN`: each batch is inserted into a temporary staging table with multi-row INSERTs, then, in one
 transaction, the target's rows with those uuids are deleted and the staged rows inserted, so a retried interval
-replaces its rows. `properties_data_type` picks how JSON columns are stored: `SUPER` (default) or `VARCHAR`
+replaces its rows. `properties_data_type` picks how JSON columns are stored: `super` (default) or `varchar`
 (`VARCHAR(65535)`, JSON text).
 """
 
@@ -47,6 +47,11 @@ class RedshiftWriter(PostgresWriter):
         if self.json_type() == "SUPER" and column.path not in self.scalar_paths:
             return "JSON_PARSE(%s)"
         return "%s"
+
+    def prepare(self, events: list[dict]) -> tuple[object, int, int]:
+        rows = self.rows(events)
+        size = sum(len(str(value).encode()) for row in rows for value in row if value is not None)
+        return rows, len(rows), size
 
     def load_stage(self, cursor, rows: list[tuple]) -> None:
         row_placeholder = "(" + ", ".join(self.placeholder(column) for column in self.columns) + ")"

@@ -211,9 +211,9 @@ def _failure(context: ExportContext, exc: Exception, doing: str) -> DestinationE
             "NoSuchBucket": f"the bucket {context.config.get('bucket_name')} does not exist",
             "InvalidAccessKeyId": "the access key id is not known",
             "SignatureDoesNotMatch": "the secret access key is wrong",
-            "AccessDenied": "the credentials may not write to this bucket",
+            "AccessDenied": "the credentials are not allowed this operation on the bucket",
         }.get(code)
-        detail = f"{code} ({status}): {hint or message}".rstrip(": ")
+        detail = f"{code}{f' ({status})' if status else ''}: {hint or message}".rstrip(": ")
         return context.error(f"{doing}: {detail}", retryable=not permanent)
     if isinstance(exc, NoCredentialsError | ParamValidationError):
         return context.error(f"{doing}: {exc}")
@@ -259,6 +259,7 @@ def export(context: ExportContext, events: Iterable[dict]) -> ExportResult:
                 upload, writer = open_file(len(keys))
             writer.write(batch)
             records += len(batch)
+            context.debug(f"Encoded {records} events ({size + upload.size} bytes so far).")
             if max_file_bytes and upload.size >= max_file_bytes:
                 writer.close()
                 size += upload.finish()
@@ -270,8 +271,13 @@ def export(context: ExportContext, events: Iterable[dict]) -> ExportResult:
             size += upload.finish()
             keys.append(upload.key)
             upload = writer = None
-        doing = f"Could not remove files of an earlier attempt from bucket {bucket}"
-        _delete_stale(client, bucket, base, extension, keys, context)
+        if max_file_bytes or not keys:
+            # Only numbered files (or none at all) can leave an earlier attempt's files behind; a single file has
+            # just been overwritten. Best effort: a key allowed to write but not to list or delete still exports.
+            try:
+                _delete_stale(client, bucket, base, extension, keys, context)
+            except ClientError as exc:
+                context.warning(_failure(context, exc, "Could not delete files of an earlier attempt").message)
     except (ClientError, BotoCoreError) as exc:
         if upload is not None:
             upload.abort()

@@ -1,5 +1,7 @@
 """HTTP destination: capture-protocol batches to a live copy of the service, retries of 5xx, refused hosts."""
 
+import gzip
+import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -125,3 +127,24 @@ def test_private_host_allowed_by_the_setting(flaky, settings, run):
     settings.BATCH_EXPORT_ALLOW_PRIVATE_DESTINATIONS = True
     assert run.export("HTTP", {"url": url, "token": "t"}, make_events(1)).records == 1
     assert len(handler.bodies) == 1
+
+
+def test_batches_are_cut_by_count_and_by_size(flaky, allow_private, run, monkeypatch):
+    server, handler = flaky
+    url = f"http://127.0.0.1:{server.server_address[1]}/batch/"
+    monkeypatch.setattr(http_exporter, "BATCH_SIZE", 50)
+    big = (
+        {**event, "properties": {"blob": "x" * 5000}} if event["uuid"].endswith("7") else event
+        for event in make_events(120)
+    )
+    monkeypatch.setattr(http_exporter, "BATCH_BYTES", 20_000)
+
+    result = run.export("HTTP", {"url": url, "token": "t0k3n"}, big)
+
+    sent = [json.loads(gzip.decompress(body)) for body in handler.bodies]
+    assert result.records == 120
+    assert sum(len(body["batch"]) for body in sent) == 120
+    assert len({event["uuid"] for body in sent for event in body["batch"]}) == 120
+    assert all(body["api_key"] == "t0k3n" and 0 < len(body["batch"]) <= 50 for body in sent)
+    assert all(len(json.dumps(body["batch"])) < 20_000 + 6000 for body in sent)
+    assert len(sent) > 3  # 120 events in batches of 50 would be 3: the big ones forced more

@@ -4,13 +4,14 @@ import socket
 import struct
 import threading
 import uuid
+from datetime import timedelta
 
 import psycopg
 import pytest
 from django.db import connection
 
 from pipelines.exporters import DestinationError
-from tests.pipelines.exporters.conftest import make_events
+from tests.pipelines.exporters.conftest import INTERVAL_START, make_events
 
 
 @pytest.fixture
@@ -68,6 +69,33 @@ def test_postgres_creates_the_table_and_a_rerun_upserts_the_same_rows(scratch, r
 
 
 @pytest.mark.requires_postgres
+def test_concurrent_runs_of_a_backfill_create_the_table_once_and_all_complete(scratch, run):
+    config, reader = scratch
+    hours = [INTERVAL_START + timedelta(hours=hour) for hour in range(6)]
+    barrier = threading.Barrier(len(hours))
+    errors = []
+
+    def one_run(start):
+        events = list(make_events(200, start=start))
+        for event in events:  # each interval has its own events
+            event["uuid"] = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{start.isoformat()}/{event['uuid']}"))
+        barrier.wait()
+        try:
+            run.export("Postgres", config, iter(events), data_interval_start=start)
+        except Exception as exc:  # noqa: BLE001 - collected and asserted below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=one_run, args=(start,)) for start in hours]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert errors == []
+    assert len(rows(reader, config)) == 6 * 200
+
+
+@pytest.mark.requires_postgres
 def test_postgres_rerun_replaces_changed_rows(scratch, run):
     config, reader = scratch
     run.export("Postgres", config, make_events(10))
@@ -77,6 +105,27 @@ def test_postgres_rerun_replaces_changed_rows(scratch, run):
 
     assert {row[1] for row in rows(reader, config)} == {"renamed"}
     assert len(rows(reader, config)) == 10
+
+
+@pytest.mark.requires_postgres
+def test_postgres_keeps_awkward_values_intact(scratch, run):
+    config, reader = scratch
+    awkward = {
+        "tab\there": "line\nbreak\r\\N back\\slash",
+        "quote": 'it\'s "quoted"',
+        "unicode": "ünïcødé ✓ 𝄞",
+        "null": None,
+        "list": [1, 2.5, True, None],
+    }
+    event = {**next(make_events(1)), "distinct_id": "tab\tand\\N", "properties": awkward}
+
+    run.export("Postgres", config, iter([event]))
+
+    ((distinct_id, properties),) = reader.execute(
+        f'SELECT distinct_id, properties FROM "{config["schema"]}".events_export'
+    ).fetchall()
+    assert distinct_id == "tab\tand\\N"
+    assert properties == awkward
 
 
 @pytest.mark.requires_postgres

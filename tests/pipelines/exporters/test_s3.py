@@ -190,3 +190,26 @@ def test_no_events_writes_no_file(bucket, run):
     client, config = bucket
     assert run.export("S3", config, iter(())).records == 0
     assert objects(client, config) == {}
+
+
+def test_a_key_that_may_not_list_still_exports_with_a_warning(bucket, run, monkeypatch):
+    from botocore.exceptions import ClientError
+
+    client, config = bucket
+
+    def denied(*args, **kwargs):
+        raise ClientError(
+            {"Error": {"Code": "AccessDenied", "Message": "no"}, "ResponseMetadata": {"HTTPStatusCode": 403}},
+            "ListObjectsV2",
+        )
+
+    monkeypatch.setattr(s3_exporter, "_delete_stale", denied)
+    result = run.export("S3", {**config, "max_file_size_mb": 1}, make_events(10))
+
+    assert result.records == 10
+    assert len(objects(client, config)) == 1
+    warnings = [text for level, text in run.lines if level == "WARNING"]
+    assert warnings == [
+        "Could not delete files of an earlier attempt: AccessDenied (403): "
+        "the credentials are not allowed this operation on the bucket"
+    ]
