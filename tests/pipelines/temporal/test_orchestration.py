@@ -338,17 +338,17 @@ def test_a_write_succeeds_when_temporal_is_unreachable(transactional_db, api_cli
 def test_cancelling_a_backfill_cancels_its_workflow_and_its_runs(temporal, api_client, project, monkeypatch):
     now = timezone.now()
     export = create_export(api_client, project, {"type": "NoOp", "config": {}})
-    started, interrupted = threading.Event(), threading.Event()
+    started, exporting = threading.Event(), []
     _, destination_error = activities.exporter()
 
-    def slow_export(*args, **kwargs):
+    def slow_export(*args, run_id, **kwargs):
         started.set()
+        exporting.append(run_id)
         try:
             while True:
                 time.sleep(0.05)
-        except BaseException:
-            interrupted.set()
-            raise
+        finally:
+            exporting.remove(run_id)
 
     monkeypatch.setattr(activities, "exporter", lambda: (slow_export, destination_error))
     end = interval_end(now, HOUR)
@@ -368,7 +368,7 @@ def test_cancelling_a_backfill_cancels_its_workflow_and_its_runs(temporal, api_c
         60,
         message="the runs' workflows to stop",
     )
-    assert interrupted.wait(30), "the destination kept running"
+    wait_until(lambda: not exporting, 30, message="every export in progress to be interrupted")
 
 
 def workflow_running(workflow_id: str) -> bool:
@@ -377,3 +377,56 @@ def workflow_running(workflow_id: str) -> bool:
     except RPCError as error:
         assert error.status == RPCStatusCode.NOT_FOUND  # never started
         return False
+
+
+def test_the_worker_command_reconciles_schedules_executes_runs_and_stops_on_sigterm(
+    temporal, api_client, project, settings
+):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import tempfile
+
+    from tests.live import ROOT, test_database_url
+
+    address = settings.TEMPORAL_ADDRESS
+    settings.TEMPORAL_ADDRESS = ""  # written while Temporal is not configured: no schedule yet
+    export = create_export(api_client, project, {"type": "NoOp", "config": {}}, paused=True)
+    settings.TEMPORAL_ADDRESS = address
+    settings.TEMPORAL_TASK_QUEUE = f"batch-exports-command-{uuid.uuid4().hex[:6]}"  # only the command's worker
+    log = tempfile.NamedTemporaryFile(prefix="worker-command-", suffix=".log", delete=False)  # noqa: SIM115
+    env = {
+        **os.environ,
+        "DATABASE_URL": test_database_url(),
+        "TEMPORAL_ADDRESS": address,
+        "TEMPORAL_TASK_QUEUE": settings.TEMPORAL_TASK_QUEUE,
+        "PYTHONUNBUFFERED": "1",
+    }
+    worker = subprocess.Popen(
+        [sys.executable, "manage.py", "batch_export_worker", "--sync-every", "1"],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        wait_until(lambda: _schedule_exists(export.pk), 60, message="the worker's reconciliation")
+        capture(api_client, project, hourly_events(timezone.now(), 1, [3]))
+        end = interval_end(timezone.now(), HOUR)
+        done = finished(backfill(api_client, project, export, end - HOUR, end))
+        assert (done.status, done.runs.get().records_completed) == ("Completed", 3)
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        code = worker.wait(timeout=30)
+    output = open(log.name).read()
+    assert code == 0, output
+    assert "Batch export worker stopped." in output
+
+
+def _schedule_exists(export_id) -> bool:
+    try:
+        describe_schedule(export_id)
+    except RPCError:
+        return False
+    return True
