@@ -18,10 +18,9 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# Temporal's development server, a batch-export worker and the web server (scripts/run.sh); Ctrl-C stops all three.
 run: install
-	$(PY) manage.py migrate --noinput
-	SITE_URL=$(SITE_URL) $(PY) manage.py seed_demo
-	SITE_URL=$(SITE_URL) $(PY) manage.py runserver $(HOST):$(PORT)
+	SITE_URL=$(SITE_URL) HOST=$(HOST) PORT=$(PORT) PY=$(PY) scripts/run.sh
 
 test: install
 	$(PY) -m pytest

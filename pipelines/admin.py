@@ -2,10 +2,12 @@ import datetime as dt
 import json
 from functools import cached_property
 
+from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.admin.options import IncorrectLookupParameters
 from django.core.paginator import Paginator
 from django.utils.html import format_html
+from django.utils.http import urlencode
 
 from pipelines.destinations import SECRET_KEYS
 from pipelines.models import (
@@ -28,13 +30,39 @@ def export_context(batch_export: BatchExport) -> dict:
     return {"organization_id": batch_export.project.organization_id, "project_id": batch_export.project_id}
 
 
+def temporal_link(path: str, text: str):
+    """A link into the Temporal UI (TEMPORAL_UI_URL), or the text alone when no UI is configured."""
+    if not settings.TEMPORAL_UI_URL:
+        return text or "-"
+    url = f"{settings.TEMPORAL_UI_URL}/namespaces/{settings.TEMPORAL_NAMESPACE}/{path}"
+    return format_html('<a href="{}" target="_blank" rel="noopener">{}</a>', url, text)
+
+
+def workflow_link(workflow_id: str):
+    if not workflow_id:
+        return "-"
+    return temporal_link(f"workflows/{workflow_id}", workflow_id)
+
+
 class BatchExportRunInline(RecordedInlineMixin, admin.TabularInline):
     model = BatchExportRun
     extra = 0
-    fields = ("status", "data_interval_start", "data_interval_end", "records_completed", "created_at", "finished_at")
-    readonly_fields = ("created_at",)
+    fields = (
+        "status",
+        "data_interval_start",
+        "data_interval_end",
+        "records_completed",
+        "created_at",
+        "finished_at",
+        "workflow",
+    )
+    readonly_fields = ("created_at", "workflow")
     ordering = BatchExportRun.NEWEST_FIRST
     show_change_link = True
+
+    @admin.display(description="Temporal workflow")
+    def workflow(self, run):
+        return workflow_link(run.workflow_id)
 
     def activity_context(self, obj) -> dict:
         return export_context(obj.batch_export)
@@ -47,9 +75,20 @@ class BatchExportAdmin(RecordedModelAdmin):
     list_filter = ("destination_type", "interval", "paused")
     search_fields = ("name", "id", "project__name", "project__organization__name")
     raw_id_fields = ("project",)
-    readonly_fields = ("id", "created_at", "last_updated_at")
+    readonly_fields = ("id", "created_at", "last_updated_at", "temporal_schedule", "temporal_workflows")
     inlines = [BatchExportRunInline]
     actions = ["pause", "unpause"]
+
+    @admin.display(description="Temporal schedule")
+    def temporal_schedule(self, batch_export):
+        return temporal_link(f"schedules/{batch_export.pk}", str(batch_export.pk)) if batch_export.pk else "-"
+
+    @admin.display(description="Temporal workflows")
+    def temporal_workflows(self, batch_export):
+        if not batch_export.pk:
+            return "-"
+        query = urlencode({"query": f'WorkflowId STARTS_WITH "{batch_export.pk}"'})
+        return temporal_link(f"workflows?{query}", "every run and backfill of this export")
 
     @admin.display(description="organization", ordering="project__organization__name")
     def organization(self, batch_export):
@@ -108,8 +147,13 @@ class BatchExportRunAdmin(RecordedModelAdmin):
     list_filter = ("status",)
     search_fields = ("id", "batch_export__name")
     raw_id_fields = ("batch_export", "backfill")
-    readonly_fields = ("id", "created_at", "last_updated_at")
+    readonly_fields = ("id", "created_at", "last_updated_at", "workflow")
+    exclude = ("workflow_id",)
     inlines = [BatchExportRunLogInline]
+
+    @admin.display(description="Temporal workflow")
+    def workflow(self, run):
+        return workflow_link(run.workflow_id)
 
     def activity_context(self, obj) -> dict:
         return export_context(obj.batch_export)
@@ -121,7 +165,12 @@ class BatchExportBackfillAdmin(RecordedModelAdmin):
     list_select_related = ("batch_export",)
     list_filter = ("status",)
     raw_id_fields = ("batch_export",)
-    readonly_fields = ("id", "created_at", "last_updated_at")
+    readonly_fields = ("id", "created_at", "last_updated_at", "workflow")
+    exclude = ("workflow_id",)
+
+    @admin.display(description="Temporal workflow")
+    def workflow(self, backfill):
+        return workflow_link(backfill.workflow_id)
 
     def activity_context(self, obj) -> dict:
         return export_context(obj.batch_export)

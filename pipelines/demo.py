@@ -1,5 +1,5 @@
-"""Demo records for `manage.py seed_demo`: one NoOp batch export, one destination plugin in use, and a day of
-events."""
+"""Demo records for `manage.py seed_demo`: one NoOp batch export with a backfill of the last day (which the worker
+of `make run` executes), one destination plugin in use, and a day of events."""
 
 import datetime as dt
 import json
@@ -9,13 +9,13 @@ from django.utils import timezone
 
 from organizations.models import Organization, Project
 from pipelines.models import Plugin, PluginConfig, PluginSourceFile
-from pipelines.services import NewEvent, batch_export_create, events_ingest
+from pipelines.services import NewEvent, batch_export_backfill, batch_export_create, events_ingest
 
 DEMO_EVENTS = 24
 
 
 def create_demo_data(*, user, organization: Organization, project: Project) -> None:
-    batch_export_create(
+    export = batch_export_create(
         actor=user,
         project=project,
         name="Demo export (no-op)",
@@ -54,3 +54,7 @@ def create_demo_data(*, user, organization: Organization, project: Project) -> N
             )
         )
     events_ingest(project_id=project.pk, events=events)
+    hour_ago = now.replace(minute=0, second=0, microsecond=0)
+    batch_export_backfill(
+        actor=user, batch_export=export, start_at=hour_ago - dt.timedelta(hours=DEMO_EVENTS), end_at=hour_ago
+    )

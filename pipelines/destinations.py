@@ -1,5 +1,6 @@
 """What each batch-export destination type needs in its `config`, and which of its keys are secrets."""
 
+import re
 from dataclasses import dataclass, field
 
 from rest_framework.exceptions import ErrorDetail
@@ -19,6 +20,10 @@ SECRET_KEYS = frozenset(
     }
 )
 
+# What a URL key must look like; the schema publishes the same pattern. Whether its host may be reached is decided
+# when a run starts (pipelines.exporters.safety), since what a name resolves to can change.
+URL_PATTERN = re.compile(r"^https?://[^/?#\s]+(?:[/?#]\S*)?$")
+
 S3_FILE_FORMATS = {
     # file format -> compressions it supports (None means uncompressed)
     "JSONLines": {None, "gzip", "brotli"},
@@ -34,6 +39,8 @@ class DestinationSpec:
     booleans: tuple[str, ...] = ()
     lists: tuple[str, ...] = ()
     one_of: tuple[tuple[str, ...], ...] = field(default=())  # at least one key of each group must be present
+    choices: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (key, allowed values) for string keys with fixed values
+    urls: tuple[str, ...] = ()  # string keys that, when present, must be http(s) URLs with a host
 
 
 _EVENT_FILTERS = ("exclude_events", "include_events")
@@ -51,7 +58,10 @@ DESTINATIONS: dict[str, DestinationSpec] = {
             "kms_key_id",
             "encryption",
         ),
+        integers=("max_file_size_mb",),
         lists=_EVENT_FILTERS,
+        choices=(("encryption", ("AES256", "aws:kms")),),
+        urls=("endpoint_url",),
     ),
     "Snowflake": DestinationSpec(
         required=("account", "database", "warehouse", "user", "schema", "table_name"),
@@ -71,6 +81,8 @@ DESTINATIONS: dict[str, DestinationSpec] = {
         strings=("host", "database", "user", "password", "schema", "table_name", "properties_data_type"),
         integers=("port",),
         lists=_EVENT_FILTERS,
+        # How JSON columns are stored: SUPER (queryable) or VARCHAR(65535) holding JSON text.
+        choices=(("properties_data_type", ("super", "varchar")),),
     ),
     "BigQuery": DestinationSpec(
         required=("project_id", "dataset_id", "table_id", "private_key", "private_key_id", "token_uri", "client_email"),
@@ -78,7 +90,7 @@ DESTINATIONS: dict[str, DestinationSpec] = {
         booleans=("use_json_type",),
         lists=_EVENT_FILTERS,
     ),
-    "HTTP": DestinationSpec(required=("url", "token"), strings=("url", "token"), lists=_EVENT_FILTERS),
+    "HTTP": DestinationSpec(required=("url", "token"), strings=("url", "token"), lists=_EVENT_FILTERS, urls=("url",)),
     "NoOp": DestinationSpec(),
 }
 
@@ -119,6 +131,14 @@ def config_errors(destination_type: str, config) -> dict:
         value = config.get(key)
         if value is not None and (not isinstance(value, list) or not all(isinstance(item, str) for item in value)):
             add(key, "Expected a list of strings.")
+    for key, allowed in spec.choices:
+        value = config.get(key)
+        if isinstance(value, str) and value not in allowed:
+            add(key, f"Use null or one of: {', '.join(allowed)}.")
+    for key in spec.urls:
+        value = config.get(key)
+        if isinstance(value, str) and value and not URL_PATTERN.match(value):
+            add(key, "Expected an http:// or https:// URL with a host.")
     for group in spec.one_of:
         if all(config.get(key) in (None, "") for key in group):
             add(group[0], f"One of {', '.join(group)} is required for a {destination_type} destination.", "required")

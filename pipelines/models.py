@@ -4,6 +4,8 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
 
+from pipelines.exporters.query import QueryError, validate_query
+
 
 class BatchExport(models.Model):
     """A scheduled export of a project's data to one destination, every `interval`.
@@ -48,6 +50,11 @@ class BatchExport(models.Model):
     def clean(self):
         if self.start_at is not None and self.end_at is not None and self.start_at >= self.end_at:
             raise ValidationError({"end_at": ValidationError("end_at must be after start_at.", code="invalid")})
+        # The API checks the query too (with a 400 on hogql_query); this covers every other writer, admin included.
+        try:
+            validate_query(self.hogql_query)
+        except QueryError as exc:
+            raise ValidationError({"hogql_query": ValidationError(str(exc), code="invalid")}) from exc
 
     def __str__(self) -> str:
         return self.name
@@ -68,6 +75,8 @@ class BatchExportBackfill(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     finished_at = models.DateTimeField(null=True, blank=True)
     last_updated_at = models.DateTimeField(auto_now=True)
+    # The Temporal workflow that executes the backfill's runs (`pipelines.temporal`).
+    workflow_id = models.CharField(max_length=200, blank=True, default="")
 
     class Meta:
         ordering = ["-created_at", "id"]
@@ -77,7 +86,11 @@ class BatchExportBackfill(models.Model):
 
 
 class BatchExportRun(models.Model):
-    """One execution of a batch export over one data interval."""
+    """One execution of a batch export over one data interval, `[data_interval_start, data_interval_end)`.
+
+    Status moves `Starting` → `Running` → `Completed` | `Failed` | `FailedRetryable` | `Cancelled`; the workers
+    (`pipelines.temporal.activities`) write every change after the run is created.
+    """
 
     class Status(models.TextChoices):
         CANCELLED = "Cancelled"
@@ -98,6 +111,7 @@ class BatchExportRun(models.Model):
     status = models.CharField(max_length=64, choices=Status.choices)
     records_completed = models.IntegerField(null=True, blank=True)
     records_total_count = models.IntegerField(null=True, blank=True)
+    bytes_exported = models.BigIntegerField(null=True, blank=True)
     latest_error = models.TextField(null=True, blank=True)
     data_interval_start = models.DateTimeField()
     data_interval_end = models.DateTimeField()
@@ -105,6 +119,9 @@ class BatchExportRun(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     finished_at = models.DateTimeField(null=True, blank=True)
     last_updated_at = models.DateTimeField(auto_now=True)
+    # The Temporal workflow that executes the run (`pipelines.temporal`): named when the run is created by a backfill
+    # or a retry, or by the schedule's workflow that creates the run.
+    workflow_id = models.CharField(max_length=200, blank=True, default="")
 
     # Newest first; runs created together (a backfill) order by their interval, latest first.
     NEWEST_FIRST = ("-created_at", "-data_interval_end", "-id")

@@ -2,7 +2,7 @@
 
 from drf_spectacular.extensions import OpenApiSerializerExtension
 
-from pipelines.destinations import DESTINATIONS, S3_FILE_FORMATS
+from pipelines.destinations import DESTINATIONS, S3_FILE_FORMATS, URL_PATTERN
 
 
 def config_schema(spec, destination_type: str) -> dict:
@@ -12,6 +12,12 @@ def config_schema(spec, destination_type: str) -> dict:
         properties[key] = (
             {"type": "string", "minLength": 1} if key in spec.required else {"type": "string", "nullable": True}
         )
+    for key in spec.urls:
+        # An optional URL may also be left empty.
+        pattern = URL_PATTERN.pattern if key in spec.required else f"^$|{URL_PATTERN.pattern}"
+        properties[key] = {**properties[key], "pattern": pattern}
+    for key, allowed in spec.choices:
+        properties[key] = {"type": "string", "nullable": True, "enum": list(allowed)}
     for key in spec.integers:
         properties[key] = {"type": "integer", "minimum": 1, "maximum": 65535, "nullable": True}
     for key in spec.booleans:

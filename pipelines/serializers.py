@@ -4,6 +4,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from pipelines.destinations import config_errors, public_config
+from pipelines.exporters.query import QueryError, validate_query
 from pipelines.models import (
     BatchExport,
     BatchExportBackfill,
@@ -38,6 +39,7 @@ class BatchExportRunSerializer(ModelSerializer):
             "finished_at",
             "last_updated_at",
             "records_total_count",
+            "bytes_exported",
             "batch_export",
         ]
         read_only_fields = fields
@@ -94,6 +96,14 @@ class BatchExportSerializer(ModelSerializer):
         if runs is None:
             runs = batch_export.runs.order_by(*BatchExportRun.NEWEST_FIRST)[:LATEST_RUNS]
         return BatchExportRunSerializer(runs, many=True).data
+
+    def validate_hogql_query(self, value: str) -> str:
+        """A SELECT of columns of events with an optional WHERE (DECISIONS.md §14); see pipelines.exporters.query."""
+        try:
+            validate_query(value)
+        except QueryError as exc:
+            raise serializers.ValidationError(str(exc), code="invalid") from exc
+        return value
 
     def validate(self, attrs):
         instance = self.instance

@@ -25,6 +25,8 @@ from pipelines.models import (
     PluginSourceFile,
 )
 from pipelines.partitions import events_ensure_partitions, month_of
+from pipelines.temporal import orchestration
+from pipelines.temporal.inputs import backfill_workflow_id, run_workflow_id
 from workspace.api.exceptions import UnavailableError
 
 INTERVALS = {
@@ -47,15 +49,19 @@ class CatalogueUnavailable(UnavailableError):
 
 
 # Batch exports
+#
+# Every write of an export also brings its Temporal schedule in step once the transaction commits
+# (`pipelines.temporal.orchestration`); runs and backfills start their workflows the same way.
 
 
 def batch_export_create(*, actor, project: Project, **fields) -> BatchExport:
-    """Create an export in the project."""
+    """Create an export in the project, and its schedule."""
     if fields.get("paused") and not fields.get("last_paused_at"):
         fields["last_paused_at"] = timezone.now()
     batch_export = BatchExport(project=project, **fields)
     batch_export.full_clean()
     batch_export.save()
+    orchestration.schedule_changed(batch_export.pk)
     return batch_export
 
 
@@ -75,6 +81,7 @@ def batch_export_update(*, actor, batch_export: BatchExport, **fields) -> BatchE
         setattr(batch_export, name, value)
     batch_export.full_clean()
     batch_export.save()
+    orchestration.schedule_changed(batch_export.pk)
     return batch_export
 
 
@@ -85,6 +92,7 @@ def batch_export_pause(*, actor, batch_export: BatchExport) -> bool:
     batch_export.paused = True
     batch_export.last_paused_at = timezone.now()
     batch_export.save(update_fields=["paused", "last_paused_at", "last_updated_at"])
+    orchestration.schedule_changed(batch_export.pk)
     return True
 
 
@@ -94,7 +102,15 @@ def batch_export_unpause(*, actor, batch_export: BatchExport) -> bool:
         return False
     batch_export.paused = False
     batch_export.save(update_fields=["paused", "last_updated_at"])
+    orchestration.schedule_changed(batch_export.pk)
     return True
+
+
+def batch_export_delete(*, actor, batch_export: BatchExport) -> None:
+    """Delete the export with its runs and backfills, and its schedule."""
+    pk = batch_export.pk
+    batch_export.delete()
+    orchestration.schedule_changed(pk)
 
 
 def _who(actor) -> str:
@@ -116,7 +132,8 @@ def _log_lines(runs, message: str, *, timestamp: dt.datetime, level=BatchExportR
 def batch_export_backfill(
     *, actor, batch_export: BatchExport, start_at: dt.datetime, end_at: dt.datetime
 ) -> BatchExportBackfill:
-    """Record a backfill of [start_at, end_at) and one `Starting` run per interval of the export.
+    """Record a backfill of [start_at, end_at) and one `Starting` run per interval of the export, and start the
+    backfill's workflow, which executes the runs.
 
     The last run is cut at `end_at` when the range is not a whole number of intervals.
     """
@@ -134,21 +151,31 @@ def batch_export_backfill(
             code="invalid",
         )
     now = timezone.now()
+    backfill_id = uuid.uuid4()
     backfill = BatchExportBackfill.objects.create(
-        batch_export=batch_export, start_at=start_at, end_at=end_at, status="Starting", created_at=now
+        id=backfill_id,
+        batch_export=batch_export,
+        start_at=start_at,
+        end_at=end_at,
+        status="Starting",
+        created_at=now,
+        workflow_id=backfill_workflow_id(batch_export.pk, backfill_id),
     )
     runs = []
     interval_start = start_at
     while interval_start < end_at:
         interval_end = min(interval_start + step, end_at)
+        run_id = uuid.uuid4()
         runs.append(
             BatchExportRun(
+                id=run_id,
                 batch_export=batch_export,
                 backfill=backfill,
                 status=BatchExportRun.Status.STARTING,
                 data_interval_start=interval_start,
                 data_interval_end=interval_end,
                 created_at=now,
+                workflow_id=run_workflow_id(batch_export.pk, run_id),
             )
         )
         interval_start = interval_end
@@ -156,6 +183,7 @@ def batch_export_backfill(
     _log_lines(
         runs, f"Created by {_who(actor)} with backfill {backfill.pk} of {_range(start_at, end_at)}.", timestamp=now
     )
+    orchestration.backfill_requested(backfill)
     return backfill
 
 
@@ -180,6 +208,7 @@ def batch_export_backfill_cancel(*, actor, backfill: BatchExportBackfill) -> Bat
     backfill.status = BatchExportRun.Status.CANCELLED
     backfill.finished_at = now
     backfill.save(update_fields=["status", "finished_at", "last_updated_at"])
+    orchestration.cancel_requested(backfill.workflow_id)
     return backfill
 
 
@@ -188,27 +217,31 @@ def batch_export_backfill_cancel(*, actor, backfill: BatchExportBackfill) -> Bat
 
 @transaction.atomic
 def batch_export_run_retry(*, actor, run: BatchExportRun) -> BatchExportRun:
-    """Export the run's interval again: a new `Starting` run of the same export and interval.
+    """Export the run's interval again: a new `Starting` run of the same export and interval, and its workflow.
 
     Runs are idempotent at the destination, so a retry of a run that completed replaces what it wrote.
     """
     now = timezone.now()
+    retry_id = uuid.uuid4()
     retry = BatchExportRun.objects.create(
+        id=retry_id,
         batch_export_id=run.batch_export_id,
         status=BatchExportRun.Status.STARTING,
         data_interval_start=run.data_interval_start,
         data_interval_end=run.data_interval_end,
         created_at=now,
+        workflow_id=run_workflow_id(run.batch_export_id, retry_id),
     )
     interval = _range(run.data_interval_start, run.data_interval_end)
     _log_lines([retry], f"Created by {_who(actor)} as a retry of run {run.pk} over {interval}.", timestamp=now)
     _log_lines([run], f"Retried by {_who(actor)} as run {retry.pk}.", timestamp=now)
+    orchestration.run_requested(retry)
     return retry
 
 
 @transaction.atomic
 def batch_export_run_cancel(*, actor, run: BatchExportRun) -> BatchExportRun:
-    """Cancel a run that is starting or running; any other status is a 400."""
+    """Cancel a run that is starting or running, and its workflow; any other status is a 400."""
     if run.status not in BatchExportRun.UNFINISHED:
         raise ValidationError(
             f"Only a starting or running run can be cancelled; this one is {run.status}.", code="not_cancellable"
@@ -218,6 +251,7 @@ def batch_export_run_cancel(*, actor, run: BatchExportRun) -> BatchExportRun:
     run.finished_at = now
     run.save(update_fields=["status", "finished_at", "last_updated_at"])
     _log_lines([run], f"Cancelled by {_who(actor)}.", timestamp=now)
+    orchestration.cancel_requested(run.workflow_id)
     return run
 
 

@@ -34,6 +34,7 @@ from pipelines.services import (
     batch_export_backfill_cancel,
     batch_export_create,
     batch_export_create_in_organization,
+    batch_export_delete,
     batch_export_pause,
     batch_export_run_cancel,
     batch_export_run_retry,
@@ -94,6 +95,9 @@ class BatchExportViewSetMixin(ListMixin, CreateMixin, RetrieveMixin, UpdateMixin
 
     def update_object(self, instance, changes):
         return batch_export_update(actor=self.request.user, batch_export=instance, **changes)
+
+    def destroy_object(self, instance):
+        batch_export_delete(actor=self.request.user, batch_export=instance)
 
     @extend_schema(request=None, responses=BatchExportSerializer, summary="Pause the export (no change if paused)")
     @action(detail=True, methods=["post"], required_scopes=["batch_export:write"])

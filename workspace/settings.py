@@ -238,6 +238,10 @@ CAPTURE_MAX_BODY_BYTES = env_int("CAPTURE_MAX_BODY_BYTES", 20_000_000)
 EVENT_PARTITION_MONTHS_AHEAD = env_int("EVENT_PARTITION_MONTHS_AHEAD", 3)
 EVENT_PARTITION_MONTHS_BEHIND = env_int("EVENT_PARTITION_MONTHS_BEHIND", 24)
 
+# Batch export destinations (HTTP url, Postgres/Redshift host, S3 endpoint_url) that resolve to loopback, private,
+# link-local, reserved or cloud-metadata addresses are refused at run time unless this is on (development, tests).
+BATCH_EXPORT_ALLOW_PRIVATE_DESTINATIONS = env_bool("BATCH_EXPORT_ALLOW_PRIVATE_DESTINATIONS", False)
+
 # Email: console backend in development; SMTP when EMAIL_HOST is set.
 EMAIL_HOST = os.environ.get("EMAIL_HOST", "")
 if EMAIL_HOST:
@@ -266,9 +270,17 @@ DOMAIN_VERIFICATION_TIMEOUT = float(os.environ.get("DOMAIN_VERIFICATION_TIMEOUT"
 # Plugin catalogue: a bundled JSON file, or a URL serving the same document.
 PLUGIN_CATALOGUE_URL = os.environ.get("PLUGIN_CATALOGUE_URL", "")
 
-# Temporal (batch export schedules) is not integrated yet; when an address is set, /readyz checks that it accepts
-# TCP connections.
+# Batch exports run on Temporal (DECISIONS.md §14). Unset TEMPORAL_ADDRESS: no schedules, exports are recorded only
+# (and /readyz says "unconfigured"); set, /readyz checks that it accepts TCP connections.
 TEMPORAL_ADDRESS = os.environ.get("TEMPORAL_ADDRESS", "")
+TEMPORAL_NAMESPACE = os.environ.get("TEMPORAL_NAMESPACE", "default")
+TEMPORAL_TASK_QUEUE = os.environ.get("TEMPORAL_TASK_QUEUE", "batch-exports")
+# The Temporal web UI, linked from admin (schedules and workflows); empty: no links.
+TEMPORAL_UI_URL = os.environ.get("TEMPORAL_UI_URL", "").rstrip("/")
+# Runs of one backfill executed at the same time.
+BATCH_EXPORT_BACKFILL_CONCURRENCY = max(1, env_int("BATCH_EXPORT_BACKFILL_CONCURRENCY", 4))
+# Activities (database reads and destination writes) one worker process runs at the same time.
+BATCH_EXPORT_WORKER_ACTIVITIES = max(1, env_int("BATCH_EXPORT_WORKER_ACTIVITIES", 8))
 
 # Personal API keys.
 API_KEY_PREFIX = "phx_"

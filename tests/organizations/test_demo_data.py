@@ -98,9 +98,11 @@ def test_make_run_passes_its_address_as_site_url():
     commands = subprocess.run(
         ["make", "-n", "run", "HOST=0.0.0.0", "PORT=8010"], cwd=root, capture_output=True, text=True, check=True
     ).stdout.splitlines()
-    for command in ("manage.py seed_demo", "manage.py runserver"):
-        [line] = [line for line in commands if command in line]
-        assert line.startswith("SITE_URL=http://0.0.0.0:8010 "), line
+    [line] = [line for line in commands if "scripts/run.sh" in line]
+    assert line.startswith("SITE_URL=http://0.0.0.0:8010 HOST=0.0.0.0 PORT=8010 "), line
+    script = (root / "scripts" / "run.sh").read_text()
+    assert "export SITE_URL=${SITE_URL:-http://$HOST:$PORT}" in script
+    assert '"$PY" manage.py seed_demo' in script and '"$PY" manage.py runserver "$HOST:$PORT"' in script
 
 
 def test_demo_data_can_be_added_twice_to_one_organization(alice, organization, project):

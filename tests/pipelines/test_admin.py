@@ -78,3 +78,21 @@ def test_seed_demo_creates_an_export_and_a_plugin_in_use(db):
     plugin = Plugin.objects.get()
     assert PluginConfig.objects.get(plugin=plugin).enabled is True
     assert plugin.source_files.exists()
+
+
+def test_export_run_and_backfill_pages_link_their_temporal_workflows(admin_client, project, settings):
+    settings.TEMPORAL_UI_URL = "http://temporal-ui.test:8233"
+    export = BatchExportFactory(project=project)
+    run = BatchExportRunFactory(batch_export=export, workflow_id=f"{export.pk}-run-abc")
+    ui = "http://temporal-ui.test:8233/namespaces/default"
+
+    export_page = admin_client.get(f"/admin/pipelines/batchexport/{export.pk}/change/").content.decode()
+    run_page = admin_client.get(f"/admin/pipelines/batchexportrun/{run.pk}/change/").content.decode()
+
+    assert f'href="{ui}/schedules/{export.pk}"' in export_page
+    assert f'href="{ui}/workflows/{export.pk}-run-abc"' in export_page  # the runs inline
+    assert f'href="{ui}/workflows/{export.pk}-run-abc"' in run_page
+    settings.TEMPORAL_UI_URL = ""
+    assert (
+        f"{export.pk}-run-abc" in admin_client.get(f"/admin/pipelines/batchexportrun/{run.pk}/change/").content.decode()
+    )

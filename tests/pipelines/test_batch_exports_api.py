@@ -74,8 +74,18 @@ BAD_CONFIGS = [
     ("Snowflake", {**VALID_CONFIGS["Snowflake"], "password": None}, "destination__config__password"),
     ("Postgres", {**VALID_CONFIGS["Postgres"], "port": "5432"}, "destination__config__port"),
     ("Redshift", {**VALID_CONFIGS["Redshift"], "host": ""}, "destination__config__host"),
+    (
+        "Redshift",
+        {**VALID_CONFIGS["Redshift"], "properties_data_type": "JSONB"},
+        "destination__config__properties_data_type",
+    ),
+    ("S3", {**VALID_CONFIGS["S3"], "encryption": "rot13"}, "destination__config__encryption"),
+    ("S3", {**VALID_CONFIGS["S3"], "max_file_size_mb": 0}, "destination__config__max_file_size_mb"),
     ("BigQuery", {**VALID_CONFIGS["BigQuery"], "dataset_id": 7}, "destination__config__dataset_id"),
     ("HTTP", {"url": "https://ingest.example.com/batch", "token": None}, "destination__config__token"),
+    ("HTTP", {"url": "ingest.example.com/batch", "token": "t"}, "destination__config__url"),
+    ("HTTP", {"url": "file:///etc/passwd", "token": "t"}, "destination__config__url"),
+    ("S3", {**VALID_CONFIGS["S3"], "endpoint_url": "gopher://minio:9000"}, "destination__config__endpoint_url"),
     ("NoOp", ["not", "an", "object"], "destination__config"),
 ]
 
@@ -232,6 +242,7 @@ class TestReadAndList:
                     "finished_at": None,
                     "last_updated_at": body["latest_runs"][0]["last_updated_at"],
                     "records_total_count": None,
+                    "bytes_exported": None,
                     "batch_export": str(export.id),
                 }
             ],

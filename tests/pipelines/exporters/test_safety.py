@@ -1,0 +1,120 @@
+"""Outbound safety, optional connectors and secrets: what every destination shares."""
+
+import builtins
+import socket
+
+import pytest
+
+from pipelines.exporters import DestinationError
+from pipelines.exporters.base import scrub
+from pipelines.exporters.safety import resolve_destination_host
+from tests.pipelines.exporters.conftest import make_events
+
+POSTGRES = {"port": 5432, "database": "d", "user": "u", "password": "pg-pass-123", "schema": "s", "table_name": "t"}
+
+
+@pytest.mark.parametrize(
+    ("destination_type", "config"),
+    [
+        ("Postgres", {**POSTGRES, "host": "127.0.0.1"}),
+        ("Postgres", {**POSTGRES, "host": "localhost"}),
+        ("Redshift", {**POSTGRES, "host": "192.168.1.20"}),
+        ("Postgres", {**POSTGRES, "host": "metadata.google.internal"}),
+        ("S3", {"bucket_name": "b", "region": "r", "aws_access_key_id": "k", "aws_secret_access_key": "s3-pass-123",
+                "endpoint_url": "http://172.16.0.1:9000"}),
+        ("HTTP", {"url": "http://[fe80::1]/batch/", "token": "t"}),
+    ],
+)  # fmt: skip
+def test_private_destination_hosts_are_refused_at_run_time(destination_type, config, run):
+    with pytest.raises(DestinationError) as raised:
+        run.export(destination_type, config, make_events(1))
+    assert "refused" in raised.value.message
+    assert raised.value.retryable is False
+    assert "pass-123" not in raised.value.message
+
+
+def test_a_name_is_resolved_once_and_every_address_must_be_public(monkeypatch):
+    answers = {"mixed.example": ["93.184.216.34", "10.0.0.5"], "public.example": ["93.184.216.34"]}
+    calls = []
+
+    def fake_getaddrinfo(host, port, **kwargs):
+        calls.append(host)
+        if host not in answers:
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (address, port)) for address in answers[host]]
+
+    monkeypatch.setattr(socket, "getaddrinfo", fake_getaddrinfo)
+
+    assert resolve_destination_host("public.example", 443) == "93.184.216.34"
+    with pytest.raises(DestinationError, match="10.0.0.5"):
+        resolve_destination_host("mixed.example", 443)
+    with pytest.raises(DestinationError) as raised:
+        resolve_destination_host("nowhere.example", 443)
+    assert raised.value.retryable is True  # DNS may come back
+    assert calls == ["public.example", "mixed.example", "nowhere.example"]
+
+
+def test_allowed_private_host_is_returned_as_the_address_to_connect_to(settings):
+    settings.BATCH_EXPORT_ALLOW_PRIVATE_DESTINATIONS = True
+    assert resolve_destination_host("localhost", 5432) in {"127.0.0.1", "::1"}
+
+
+@pytest.fixture
+def without_modules(monkeypatch):
+    """Make importing the named top-level packages fail, as when an extra is not installed."""
+    real_import = builtins.__import__
+    blocked: set[str] = set()
+
+    def fake_import(name, *args, **kwargs):
+        if name.split(".")[0] in blocked:
+            raise ImportError(f"No module named {name!r}")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", fake_import)
+    return blocked
+
+
+@pytest.mark.parametrize(
+    ("destination_type", "package", "extra", "config"),
+    [
+        ("Snowflake", "snowflake", "snowflake", {"account": "a", "database": "d", "warehouse": "w", "user": "u",
+                                                 "password": "sf-pass-123", "schema": "s", "table_name": "t"}),
+        ("BigQuery", "google", "bigquery", {"project_id": "p", "dataset_id": "d", "table_id": "t",
+                                            "private_key": "bq-pass-123", "private_key_id": "k", "token_uri": "u",
+                                            "client_email": "e@x"}),
+    ],
+)  # fmt: skip
+def test_optional_connector_missing_says_which_extra_to_install(
+    destination_type, package, extra, config, without_modules, run
+):
+    without_modules.add(package)
+    with pytest.raises(DestinationError) as raised:
+        run.export(destination_type, config, make_events(1))
+    assert f"pip install 'analytics-workspace[{extra}]'" in raised.value.message
+    assert raised.value.retryable is False
+    assert "pass-123" not in raised.value.message
+
+
+def test_scrub_removes_known_secrets_and_credential_shapes():
+    text = (
+        "connect postgres://loader:hunter2@db.example.com/x failed; password=hunter3 token: 'abc def' "
+        "and the key s3cr3t-value appeared"
+    )
+    scrubbed = scrub(text, ["s3cr3t-value"])
+    for secret in ("hunter2", "hunter3", "abc def", "s3cr3t-value"):
+        assert secret not in scrubbed
+    assert "db.example.com" in scrubbed and "loader" in scrubbed
+
+
+def test_an_unexpected_exception_is_reported_without_secrets(run, monkeypatch):
+    from pipelines.exporters import noop
+
+    def explode(context, events):
+        raise RuntimeError(f"client blew up with {context.config['token']}")
+
+    monkeypatch.setattr(noop, "export", explode)
+    with pytest.raises(DestinationError) as raised:
+        run.export("NoOp", {"token": "tok-very-secret"}, make_events(1))
+    assert "tok-very-secret" not in raised.value.message
+    assert "RuntimeError" in raised.value.message
+    assert raised.value.__cause__ is None and raised.value.__suppress_context__
