@@ -122,7 +122,9 @@ def start_service(
         try:
             requests.get(f"{service.url}/api/", timeout=2)
             return service
-        except requests.ConnectionError:
+        except (requests.ConnectionError, requests.Timeout):
+            # Timeout: gunicorn accepts connections before its worker has imported the application, which takes
+            # more than the 2 s of one attempt on a loaded machine.
             if time.monotonic() > deadline:
                 service.stop()
                 raise RuntimeError(f"The service did not answer within 30 s:\n{service.log()}") from None
