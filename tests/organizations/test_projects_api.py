@@ -1,7 +1,7 @@
 import pytest
 
 from organizations.models import Membership, Project
-from tests.organizations.factories import ProjectFactory
+from tests.organizations.factories import MembershipFactory, ProjectFactory
 
 
 def projects_url(organization_id) -> str:
@@ -83,3 +83,43 @@ def test_admin_renames_and_deletes_but_keeps_the_last_project(alice, organizatio
     second = ProjectFactory(organization=organization)
     assert client.delete(project_url(second.id)).status_code == 204
     assert not Project.objects.filter(pk=second.pk).exists()
+
+
+class TestUnderTheOrganization:
+    """`/api/organizations/:organization_id/projects/:id/`, where the reference's Terraform provider reads, updates
+    and deletes projects: the same records and rules as `/api/projects/:id/`."""
+
+    def url(self, organization_id, project_id) -> str:
+        return f"{projects_url(organization_id)}{project_id}/"
+
+    def test_read_update_and_delete(self, alice, organization, project, key_client):
+        client = key_client("project:write")
+        second = client.post(projects_url(organization.id), {"name": "Staging"}, format="json").json()
+        url = self.url(organization.id, second["id"])
+        assert client.get(url).json() == second
+        renamed = client.patch(url, {"name": "Staging EU"}, format="json")
+        assert renamed.status_code == 200 and renamed.json()["name"] == "Staging EU"
+        assert client.get(project_url(second["id"])).json()["name"] == "Staging EU"
+        assert client.delete(url).status_code == 204
+        assert client.get(url).status_code == 404
+        assert client.get(self.url(organization.id, "@current")).json()["id"] == project.id
+        last = client.delete(self.url(organization.id, project.id))
+        assert last.status_code == 400 and last.json()["code"] == "last_project"
+
+    def test_a_project_of_another_organization_is_not_found_there(
+        self, alice, charlie, organization, other_organization, other_project, key_client
+    ):
+        MembershipFactory(user=alice, organization=other_organization)
+        client = key_client("project:write")
+        assert client.get(self.url(organization.id, other_project.id)).status_code == 404
+        assert (
+            client.patch(self.url(organization.id, other_project.id), {"name": "x"}, format="json").status_code == 404
+        )
+        assert client.get(self.url(organization.id, "abc")).status_code == 404
+
+    def test_a_member_reads_but_cannot_change(self, alice, bob, organization, project, key_client):
+        client = key_client("project:write", user=bob)
+        url = self.url(organization.id, project.id)
+        assert client.get(url).status_code == 200
+        assert client.patch(url, {"name": "x"}, format="json").status_code == 403
+        assert client.delete(url).status_code == 403
