@@ -281,3 +281,14 @@ def test_adding_an_insight_to_a_dashboard_shows_it_as_a_tile(api, alice, organiz
     )
     assert parse("insight", renamed)["name"] == "Page views per day"
     assert toolkit.dashboard(dashboard["id"])["tiles"][0]["insight"]["name"] == "Page views per day"
+
+    # A text tile beside it has the reference's shape: a `text` object and `insight: null`.
+    url = f"/api/projects/{project_id}/dashboards/{dashboard['id']}/"
+    toolkit.api.call("PATCH", url, {"tiles": [{"text": {"body": "Read *this* first"}}]})
+    insight_tile, text_tile = toolkit.api.get(url)["tiles"]
+    assert insight_tile["insight"]["id"] == insight["id"] and insight_tile["text"] is None
+    tile_keys = {"id", "layouts", "color", "order", "insight", "text", "deleted"}
+    assert set(text_tile) == set(insight_tile) == tile_keys
+    assert text_tile["insight"] is None and text_tile["order"] > insight_tile["order"]
+    assert set(text_tile["text"]) == {"id", "body", "created_by", "last_modified_at"}
+    assert text_tile["text"]["body"] == "Read *this* first"
