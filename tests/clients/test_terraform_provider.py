@@ -291,3 +291,178 @@ def test_batch_export(api, alice, organization, project, route):
         "destination_config": {**public, "prefix": "daily/", "compression": "brotli"},
     }
     provider.lifecycle(config, expected, changed, expected_after)
+
+
+class DashboardLayout:
+    """The provider's `posthog_dashboard_layout`, authoritative over a dashboard's tiles: it reads the dashboard,
+    matches the configured tiles to the shown ones (insight tiles by insight id, text tiles by tile id, else by
+    body), and PATCHes `tiles`: each matched tile gets its layouts, its color ("" when none is configured, to
+    clear it) and its text; a configured text tile not found is added; an unmanaged text tile is deleted and an
+    unmanaged insight tile gets empty layouts. A configured insight not on the dashboard is put back with the
+    insight's `dashboards` (appending this one). Destroying it deletes every text tile and empties every layout."""
+
+    def __init__(self, api, project_id: int, dashboard_id: int):
+        self.api = api
+        self.url = f"/api/projects/{project_id}/dashboards/{dashboard_id}/"
+        self.insights = f"/api/projects/{project_id}/insights/"
+
+    def _match(self, config: list[dict], tiles: list[dict]) -> list[dict | None]:
+        matched, matches = set(), []
+        for declared in config:
+            found = None
+            for tile in tiles:
+                if tile["id"] in matched:
+                    continue
+                if "insight_id" in declared:
+                    hit = tile["insight"] is not None and tile["insight"]["id"] == declared["insight_id"]
+                elif declared.get("tile_id"):
+                    hit = tile["id"] == declared["tile_id"]
+                else:
+                    hit = tile["text"] is not None and tile["text"]["body"] == declared["text_body"]
+                if hit:
+                    found = tile
+                    break
+            if found is None and "text_body" in declared and declared.get("tile_id"):
+                found = next((tile for tile in tiles if tile["text"] and tile["id"] not in matched), None)
+            if found:
+                matched.add(found["id"])
+            matches.append(found)
+        return matches
+
+    def apply(self, config: list[dict]) -> list[dict]:
+        tiles = self.api.get(self.url)["tiles"]
+        for declared in config:
+            if "insight_id" in declared and not any(
+                tile["insight"] and tile["insight"]["id"] == declared["insight_id"] for tile in tiles
+            ):
+                insight = self.api.get(f"{self.insights}{declared['insight_id']}/")
+                dashboard_id = self.api.get(self.url)["id"]
+                self.api.call(
+                    "PATCH",
+                    f"{self.insights}{declared['insight_id']}/",
+                    {"dashboards": [*insight["dashboards"], dashboard_id]},
+                )
+                tiles = self.api.get(self.url)["tiles"]
+        matches = self._match(config, tiles)
+        items = []
+        for declared, tile in zip(config, matches, strict=True):
+            item = {"color": declared.get("color") or ""}
+            if tile:
+                item["id"] = tile["id"]
+            if declared.get("layouts") is not None:
+                item["layouts"] = declared["layouts"]
+            if "text_body" in declared:
+                item["text"] = {"body": declared["text_body"]}
+            items.append(item)
+        managed = {tile["id"] for tile in matches if tile}
+        for tile in tiles:
+            if tile["id"] in managed:
+                continue
+            if tile["text"]:
+                items.append({"id": tile["id"], "deleted": True})
+            elif tile["layouts"]:
+                items.append({"id": tile["id"], "layouts": {}})
+        if items:
+            self.api.call("PATCH", self.url, {"tiles": items})
+        return self.read(config)
+
+    def read(self, config: list[dict] | None) -> list[dict]:
+        """The state: one entry per configured tile found (in the configuration's order), or every tile on import."""
+        tiles = self.api.get(self.url)["tiles"]
+        matches = tiles if config is None else self._match(config, tiles)
+        state = []
+        for position, tile in enumerate(matches):
+            if tile is None:
+                continue
+            declared = config[position] if config is not None else {}
+            state.append(
+                {
+                    "tile_id": tile["id"],
+                    "insight_id": tile["insight"]["id"] if tile["insight"] else None,
+                    "text_body": tile["text"]["body"] if tile["text"] else None,
+                    "color": (tile["color"] or None) if declared.get("color") is not None or config is None else None,
+                    "layouts": tile["layouts"] or None,
+                }
+            )
+        return state
+
+    def destroy(self) -> None:
+        items = []
+        for tile in self.api.get(self.url)["tiles"]:
+            if tile["text"]:
+                items.append({"id": tile["id"], "deleted": True})
+            elif tile["layouts"]:
+                items.append({"id": tile["id"], "layouts": {}})
+        if items:
+            self.api.call("PATCH", self.url, {"tiles": items})
+
+
+def expected_layout(config: list[dict], state: list[dict]) -> list[dict]:
+    """What the configuration says the state must be; tile ids are the server's."""
+    return [
+        {
+            "tile_id": entry["tile_id"],
+            "insight_id": declared.get("insight_id"),
+            "text_body": declared.get("text_body"),
+            "color": declared.get("color"),
+            "layouts": declared.get("layouts"),
+        }
+        for declared, entry in zip(config, state, strict=True)
+    ]
+
+
+def test_dashboard_layout(api, alice, project):
+    client = api(alice)
+    dashboard = client.call("POST", f"/api/projects/{project.id}/dashboards/", {"name": "Layout"}, expect=201)
+    insights = f"/api/projects/{project.id}/insights/"
+    query = {"kind": "InsightVizNode", "source": {"kind": "TrendsQuery", "series": [{"event": "$pageview"}]}}
+    managed = client.call("POST", insights, {"name": "Managed", "query": query}, expect=201)
+    unmanaged = client.call(
+        "POST", insights, {"name": "Unmanaged", "query": query, "dashboards": [dashboard["id"]]}, expect=201
+    )
+    client.call(
+        "PATCH", f"/api/projects/{project.id}/dashboards/{dashboard['id']}/", {"tiles": [{"text": {"body": "Stray"}}]}
+    )
+    unmanaged_tile = next(
+        t for t in client.get(f"/api/projects/{project.id}/dashboards/{dashboard['id']}/")["tiles"] if t["insight"]
+    )
+    client.call(
+        "PATCH",
+        f"/api/projects/{project.id}/dashboards/{dashboard['id']}/",
+        {"tiles": [{"id": unmanaged_tile["id"], "layouts": {"sm": {"x": 6, "y": 0, "w": 6, "h": 5}}}]},
+    )
+    layout = DashboardLayout(client, project.id, dashboard["id"])
+
+    # Create: the managed insight is not on the dashboard yet, so it is put there first.
+    config = [
+        {"insight_id": managed["id"], "color": "blue", "layouts": {"sm": {"x": 0, "y": 0, "w": 6, "h": 5}}},
+        {
+            "text_body": "## Read me",
+            "layouts": {"sm": {"x": 0, "y": 5, "w": 12, "h": 2}, "xs": {"x": 0, "y": 5, "w": 1, "h": 2}},
+        },
+    ]
+    state = layout.apply(config)
+    assert state == expected_layout(config, state)
+    assert layout.read(config) == state, "drift right after create"
+    shown = client.get(layout.url)["tiles"]
+    assert {tile["text"]["body"] for tile in shown if tile["text"]} == {"## Read me"}, "the unmanaged text is gone"
+    unmanaged_now = next(tile for tile in shown if tile["insight"] and tile["insight"]["id"] == unmanaged["id"])
+    assert not unmanaged_now["layouts"], "an unmanaged insight tile keeps no layout"
+    assert managed["id"] in client.get(f"{insights}{managed['id']}/")["dashboards"]
+
+    # Update: the text changes in place (same tile), the color is removed from the configuration.
+    changed = [
+        {**config[0], "color": None},
+        {**config[1], "text_body": "## Read me first", "tile_id": state[1]["tile_id"]},
+    ]
+    updated = layout.apply(changed)
+    assert updated == expected_layout(changed, updated)
+    assert [entry["tile_id"] for entry in updated] == [entry["tile_id"] for entry in state]
+    assert layout.read(changed) == updated, "drift after update"
+    # Import by id: every tile the dashboard shows, in its order.
+    assert {entry["tile_id"] for entry in layout.read(None)} >= {entry["tile_id"] for entry in updated}
+
+    layout.destroy()
+    shown = client.get(layout.url)["tiles"]
+    assert [tile for tile in shown if tile["text"]] == []
+    assert all(not tile["layouts"] for tile in shown) and len(shown) == 2
