@@ -466,3 +466,25 @@ def test_dashboard_layout(api, alice, project):
     shown = client.get(layout.url)["tiles"]
     assert [tile for tile in shown if tile["text"]] == []
     assert all(not tile["layouts"] for tile in shown) and len(shown) == 2
+
+
+def test_organization_member(api, alice, bob, organization):
+    """The provider's organization member: no create and no retrieve; it finds the member by user uuid in the
+    list (following `next`), sets `level` with PATCH and removes with DELETE."""
+    client = api(alice)
+    members = f"/api/organizations/{organization.id}/members/"
+
+    def read(user_uuid: str) -> dict | None:
+        for row in client.list_all(members + "?limit=1"):
+            if row["user"]["uuid"] == user_uuid:
+                return {"id": row["id"], "user_uuid": row["user"]["uuid"], "level": row["level"]}
+        return None
+
+    imported = read(str(bob.uuid))
+    assert imported["level"] == 1
+    updated = client.call("PATCH", f"{members}{bob.uuid}/", {"level": 8})
+    state = {"id": updated["id"], "user_uuid": updated["user"]["uuid"], "level": updated["level"]}
+    assert state == {**imported, "level": 8}
+    assert read(str(bob.uuid)) == state, "drift after update"
+    client.call("DELETE", f"{members}{bob.uuid}/", expect=204)
+    assert read(str(bob.uuid)) is None
