@@ -448,7 +448,7 @@ def test_dashboard_layout(api, alice, project):
     assert {tile["text"]["body"] for tile in shown if tile["text"]} == {"## Read me"}, "the unmanaged text is gone"
     unmanaged_now = next(tile for tile in shown if tile["insight"] and tile["insight"]["id"] == unmanaged["id"])
     assert not unmanaged_now["layouts"], "an unmanaged insight tile keeps no layout"
-    assert managed["id"] in client.get(f"{insights}{managed['id']}/")["dashboards"]
+    assert dashboard["id"] in client.get(f"{insights}{managed['id']}/")["dashboards"]
 
     # Update: the text changes in place (same tile), the color is removed from the configuration.
     changed = [
