@@ -22,6 +22,7 @@ def test_list_projects_of_an_organization(alice, charlie, organization, project,
         "uuid": str(project.uuid),
         "organization": str(organization.id),
         "name": "Alice's project",
+        "timezone": "UTC",
         "api_token": project.api_token,
         "created_at": project.created_at.isoformat().replace("+00:00", "Z"),
         "updated_at": project.updated_at.isoformat().replace("+00:00", "Z"),
@@ -123,3 +124,24 @@ class TestUnderTheOrganization:
         assert client.get(url).status_code == 200
         assert client.patch(url, {"name": "x"}, format="json").status_code == 403
         assert client.delete(url).status_code == 403
+
+
+class TestTimeZone:
+    """The reference's project `timezone`: an IANA name, UTC unless set; its Terraform provider sets and reads it."""
+
+    def test_defaults_to_utc_and_is_set_on_create_and_update(self, alice, organization, project, key_client):
+        client = key_client("project:write")
+        assert client.get(project_url(project.id)).json()["timezone"] == "UTC"
+        created = client.post(projects_url(organization.id), {"name": "EU", "timezone": "Europe/Berlin"}, format="json")
+        assert created.status_code == 201 and created.json()["timezone"] == "Europe/Berlin"
+        updated = client.patch(project_url(created.json()["id"]), {"timezone": "America/New_York"}, format="json")
+        assert updated.json()["timezone"] == "America/New_York"
+        assert Project.objects.get(pk=created.json()["id"]).time_zone == "America/New_York"
+
+    @pytest.mark.parametrize("value", ["Mars/Olympus", "", "utc ", 3])
+    def test_anything_but_a_time_zone_name_is_a_400(self, alice, organization, project, key_client, value):
+        client = key_client("project:write")
+        response = client.patch(project_url(project.id), {"timezone": value}, format="json")
+        assert response.status_code == 400
+        assert response.json()["attr"] == "timezone"
+        assert client.get(project_url(project.id)).json()["timezone"] == "UTC"
