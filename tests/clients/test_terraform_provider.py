@@ -101,7 +101,12 @@ def insight_state(body: dict) -> dict:
 
 
 def project_state(body: dict) -> dict:
-    return {"id": body["id"], "name": null_if_empty(body["name"]), "api_token": null_if_empty(body.get("api_token"))}
+    return {
+        "id": body["id"],
+        "name": null_if_empty(body["name"]),
+        "api_token": null_if_empty(body.get("api_token")),
+        "timezone": null_if_empty(body.get("timezone")),
+    }
 
 
 def test_dashboard(api, alice, project):
@@ -195,11 +200,13 @@ def test_project_under_its_organization_named_by_id_slug_or_current(api, alice, 
             to_state=project_state,
             soft_delete=False,
         )
+        # timezone is optional and computed: left out it reads back as the default, set it must read back as set.
         state = provider.create({"name": f"Staging via {organization_ref}", "timezone": None})
         assert state["api_token"] and state["name"] == f"Staging via {organization_ref}"
+        assert state["timezone"] == "UTC"
         assert provider.read(state["id"]) == state
-        renamed = provider.update(state["id"], {"name": "Staging EU"})
-        assert renamed == {**state, "name": "Staging EU"}
+        renamed = provider.update(state["id"], {"name": "Staging EU", "timezone": "Europe/Berlin"})
+        assert renamed == {**state, "name": "Staging EU", "timezone": "Europe/Berlin"}
         assert provider.read(state["id"]) == renamed
         provider.delete(state["id"])
         assert provider.read(state["id"]) is None
