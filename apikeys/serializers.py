@@ -8,8 +8,9 @@ from workspace.api.serializers import ModelSerializer
 class PersonalAPIKeySerializer(ModelSerializer):
     """A key as its holder may see it, in the reference API's shape: never its value (always null) or digest.
 
-    `scoped_organizations` is null for a key that is not limited to some organizations. `scoped_teams` is always
-    null: keys here are limited by organization, never by project.
+    `scoped_organizations` is empty for a key that is not limited to some organizations, and `scoped_teams` is always
+    empty: keys here are limited by organization, never by project. Both are arrays, never null: the reference's
+    agent toolkit reads them as arrays and refuses the key otherwise.
     """
 
     value = serializers.SerializerMethodField()
@@ -36,10 +37,10 @@ class PersonalAPIKeySerializer(ModelSerializer):
     def get_value(self, key: PersonalAPIKey) -> None:
         return None
 
-    @extend_schema_field({"type": "array", "items": {"type": "integer"}, "nullable": True})
-    def get_scoped_teams(self, key: PersonalAPIKey) -> None:
-        return None
+    @extend_schema_field({"type": "array", "items": {"type": "integer"}})
+    def get_scoped_teams(self, key: PersonalAPIKey) -> list[int]:
+        return []
 
-    @extend_schema_field({"type": "array", "items": {"type": "string", "format": "uuid"}, "nullable": True})
-    def get_scoped_organizations(self, key: PersonalAPIKey) -> list[str] | None:
-        return [str(organization_id) for organization_id in key.scoped_organizations] or None
+    @extend_schema_field({"type": "array", "items": {"type": "string", "format": "uuid"}})
+    def get_scoped_organizations(self, key: PersonalAPIKey) -> list[str]:
+        return [str(organization_id) for organization_id in key.scoped_organizations]

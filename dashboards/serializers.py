@@ -76,6 +76,8 @@ class InsightSerializer(ModelSerializer):
     filters = serializers.JSONField(required=False, allow_null=True)
     tags = TagListField(required=False, max_length=MAX_TAGS_PER_DASHBOARD)
     dashboards = DashboardIdsField(required=False)
+    # The reference's insights carry `updated_at` beside `last_modified_at`, and its agent toolkit requires it.
+    updated_at = serializers.DateTimeField(source="last_modified_at", read_only=True)
 
     class Meta:
         model = Insight
@@ -93,6 +95,7 @@ class InsightSerializer(ModelSerializer):
             "created_by",
             "last_modified_at",
             "last_modified_by",
+            "updated_at",
             "deleted",
         ]
         read_only_fields = ["id", "short_id", "created_at", "created_by", "last_modified_at", "last_modified_by"]

@@ -90,7 +90,7 @@ class ProjectAdmin(RecordedModelAdmin):
     list_filter = ("created_at",)
     search_fields = ("name", "organization__name", "uuid", "=api_token")
     raw_id_fields = ("organization",)
-    readonly_fields = ("uuid", "api_token", "created_at", "updated_at")
+    readonly_fields = ("uuid", "api_token", "time_zone", "created_at", "updated_at")
     actions = ["rotate_api_token"]
 
     def activity_context(self, obj) -> dict:

@@ -2,8 +2,10 @@ import secrets
 import string
 import uuid
 from datetime import timedelta
+from zoneinfo import available_timezones
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
 
@@ -69,6 +71,11 @@ class DatabaseProjectToken(models.Func):
         return "('phc_' || lower(hex(randomblob(16))))", []
 
 
+def validate_time_zone(value: str) -> None:
+    if value not in available_timezones():
+        raise ValidationError("Not a time zone; use an IANA name such as Europe/Berlin.", code="invalid_choice")
+
+
 class Project(models.Model):
     """A project (called a team in the reference API): the home of dashboards, batch exports and events.
 
@@ -84,6 +91,11 @@ class Project(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # The reference's project `timezone` (IANA name, default UTC), which its Terraform provider sets and reads back.
+    # The database default serves rows that other apps' data migrations insert through older model states.
+    time_zone = models.CharField(
+        max_length=64, default="UTC", db_default="UTC", validators=[validate_time_zone], db_column="timezone"
+    )
 
     class Meta:
         ordering = ["id"]

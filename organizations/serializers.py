@@ -9,7 +9,7 @@ from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail
 
-from organizations.models import Domain, Invite, Membership, Organization, Project
+from organizations.models import Domain, Invite, Membership, Organization, Project, validate_time_zone
 from organizations.tenancy import visible_organizations, visible_projects
 from workspace.api.fields import StrictBooleanField, StrictCharField, StrictEmailField, StrictIntegerChoiceField
 from workspace.api.serializers import ModelSerializer
@@ -73,10 +73,11 @@ class OrganizationSerializer(ModelSerializer):
 
 class ProjectSerializer(ModelSerializer):
     organization = serializers.UUIDField(source="organization_id", read_only=True)
+    timezone = StrictCharField(source="time_zone", required=False, max_length=64, validators=[validate_time_zone])
 
     class Meta:
         model = Project
-        fields = ["id", "uuid", "organization", "name", "api_token", "created_at", "updated_at"]
+        fields = ["id", "uuid", "organization", "name", "timezone", "api_token", "created_at", "updated_at"]
         read_only_fields = ["id", "uuid", "organization", "api_token", "created_at", "updated_at"]
 
 

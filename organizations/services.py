@@ -131,8 +131,8 @@ def organization_delete(*, actor, organization: Organization) -> None:
 
 
 @transaction.atomic
-def project_create(*, actor, organization: Organization, name: str) -> Project:
-    project = Project(organization=organization, name=name)
+def project_create(*, actor, organization: Organization, name: str, time_zone: str = "UTC") -> Project:
+    project = Project(organization=organization, name=name, time_zone=time_zone)
     project.full_clean()
     project.save()
     if actor.current_project_id is None:

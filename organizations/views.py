@@ -81,21 +81,32 @@ class OrganizationViewSet(TenantViewSet, ListMixin, CreateMixin, RetrieveMixin, 
         organization_delete(actor=self.request.user, organization=instance)
 
 
-class OrganizationProjectViewSet(OrganizationScopedViewSet, ListMixin, CreateMixin):
-    # /api/organizations/{organization_id}/projects/
+class OrganizationProjectViewSet(
+    OrganizationScopedViewSet, ListMixin, CreateMixin, RetrieveMixin, UpdateMixin, DestroyMixin
+):
+    # /api/organizations/{organization_id}/projects/ and .../projects/{id|@current}/: the same records and rules
+    # as /api/projects/{id}/, where the reference's Terraform provider reads, updates and deletes a project.
     scope_object = "project"
     serializer_class = ProjectSerializer
     queryset = Project.objects.none()
-    required_level = {"create": ADMIN}
+    required_level = {"create": ADMIN, "update": ADMIN, "partial_update": ADMIN, "destroy": ADMIN}
+    # A delete checks that the organization keeps a project.
+    serialize_writes = frozenset({"destroy"})
 
     def get_queryset(self):
         return self.organization.projects.order_by("id")
+
+    def lookup_value(self, value):
+        return parse_project_id(self.request, value)
 
     def create_object(self, data):
         return project_create(actor=self.request.user, organization=self.organization, **data)
 
     def activity_context(self, instance) -> dict:
         return {"organization_id": self.organization.id, "project_id": instance.pk}
+
+    def destroy_object(self, instance):
+        project_delete(actor=self.request.user, project=instance)
 
 
 class ProjectViewSet(TenantViewSet, RetrieveMixin, UpdateMixin, DestroyMixin):

@@ -110,6 +110,7 @@ class TestGoldenResponses:
                         "created_by": user_json(alice),
                         "last_modified_at": timestamp(insight.last_modified_at),
                         "last_modified_by": user_json(bob),
+                        "updated_at": timestamp(insight.last_modified_at),
                         "deleted": False,
                     },
                     "text": None,

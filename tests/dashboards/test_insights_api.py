@@ -41,6 +41,7 @@ def expected_insight(insight: Insight, **changes) -> dict:
         "created_by": user_json(insight.created_by),
         "last_modified_at": timestamp(insight.last_modified_at),
         "last_modified_by": user_json(insight.last_modified_by),
+        "updated_at": timestamp(insight.last_modified_at),
         "deleted": insight.deleted,
         **changes,
     }
@@ -98,6 +99,7 @@ class TestGoldenResponse:
             "created_by": user_json(alice),
             "last_modified_at": timestamp(insight.last_modified_at),
             "last_modified_by": user_json(bob),
+            "updated_at": timestamp(insight.last_modified_at),
             "deleted": False,
         }
 

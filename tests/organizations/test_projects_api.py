@@ -1,7 +1,7 @@
 import pytest
 
 from organizations.models import Membership, Project
-from tests.organizations.factories import ProjectFactory
+from tests.organizations.factories import MembershipFactory, ProjectFactory
 
 
 def projects_url(organization_id) -> str:
@@ -22,6 +22,7 @@ def test_list_projects_of_an_organization(alice, charlie, organization, project,
         "uuid": str(project.uuid),
         "organization": str(organization.id),
         "name": "Alice's project",
+        "timezone": "UTC",
         "api_token": project.api_token,
         "created_at": project.created_at.isoformat().replace("+00:00", "Z"),
         "updated_at": project.updated_at.isoformat().replace("+00:00", "Z"),
@@ -83,3 +84,64 @@ def test_admin_renames_and_deletes_but_keeps_the_last_project(alice, organizatio
     second = ProjectFactory(organization=organization)
     assert client.delete(project_url(second.id)).status_code == 204
     assert not Project.objects.filter(pk=second.pk).exists()
+
+
+class TestUnderTheOrganization:
+    """`/api/organizations/:organization_id/projects/:id/`, where the reference's Terraform provider reads, updates
+    and deletes projects: the same records and rules as `/api/projects/:id/`."""
+
+    def url(self, organization_id, project_id) -> str:
+        return f"{projects_url(organization_id)}{project_id}/"
+
+    def test_read_update_and_delete(self, alice, organization, project, key_client):
+        client = key_client("project:write")
+        second = client.post(projects_url(organization.id), {"name": "Staging"}, format="json").json()
+        url = self.url(organization.id, second["id"])
+        assert client.get(url).json() == second
+        renamed = client.patch(url, {"name": "Staging EU"}, format="json")
+        assert renamed.status_code == 200 and renamed.json()["name"] == "Staging EU"
+        assert client.get(project_url(second["id"])).json()["name"] == "Staging EU"
+        assert client.delete(url).status_code == 204
+        assert client.get(url).status_code == 404
+        assert client.get(self.url(organization.id, "@current")).json()["id"] == project.id
+        last = client.delete(self.url(organization.id, project.id))
+        assert last.status_code == 400 and last.json()["code"] == "last_project"
+
+    def test_a_project_of_another_organization_is_not_found_there(
+        self, alice, charlie, organization, other_organization, other_project, key_client
+    ):
+        MembershipFactory(user=alice, organization=other_organization)
+        client = key_client("project:write")
+        assert client.get(self.url(organization.id, other_project.id)).status_code == 404
+        assert (
+            client.patch(self.url(organization.id, other_project.id), {"name": "x"}, format="json").status_code == 404
+        )
+        assert client.get(self.url(organization.id, "abc")).status_code == 404
+
+    def test_a_member_reads_but_cannot_change(self, alice, bob, organization, project, key_client):
+        client = key_client("project:write", user=bob)
+        url = self.url(organization.id, project.id)
+        assert client.get(url).status_code == 200
+        assert client.patch(url, {"name": "x"}, format="json").status_code == 403
+        assert client.delete(url).status_code == 403
+
+
+class TestTimeZone:
+    """The reference's project `timezone`: an IANA name, UTC unless set; its Terraform provider sets and reads it."""
+
+    def test_defaults_to_utc_and_is_set_on_create_and_update(self, alice, organization, project, key_client):
+        client = key_client("project:write")
+        assert client.get(project_url(project.id)).json()["timezone"] == "UTC"
+        created = client.post(projects_url(organization.id), {"name": "EU", "timezone": "Europe/Berlin"}, format="json")
+        assert created.status_code == 201 and created.json()["timezone"] == "Europe/Berlin"
+        updated = client.patch(project_url(created.json()["id"]), {"timezone": "America/New_York"}, format="json")
+        assert updated.json()["timezone"] == "America/New_York"
+        assert Project.objects.get(pk=created.json()["id"]).time_zone == "America/New_York"
+
+    @pytest.mark.parametrize("value", ["Mars/Olympus", "", "utc ", 3])
+    def test_anything_but_a_time_zone_name_is_a_400(self, alice, organization, project, key_client, value):
+        client = key_client("project:write")
+        response = client.patch(project_url(project.id), {"timezone": value}, format="json")
+        assert response.status_code == 400
+        assert response.json()["attr"] == "timezone"
+        assert client.get(project_url(project.id)).json()["timezone"] == "UTC"

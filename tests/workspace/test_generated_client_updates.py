@@ -10,17 +10,9 @@ import pytest
 from organizations.models import Membership
 from tests.organizations.factories import DomainFactory
 from tests.pipelines.factories import BatchExportFactory, PluginFactory
-from tests.reference_schema import requires_reference, validate
+from tests.reference_schema import model_body, requires_reference, validate
 
 pytestmark = requires_reference
-
-
-def model_body(reference, component: str, representation: dict, **changes) -> dict:
-    """The body a generated client sends: every property of the component it holds, with the changes applied."""
-    properties = reference["components"]["schemas"][component]["properties"]
-    body = {name: representation[name] for name in properties if name in representation}
-    body.update(changes)
-    return body
 
 
 def replay_update(client, reference, url: str, component: str, **changes) -> dict:

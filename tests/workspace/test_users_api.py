@@ -213,7 +213,7 @@ def test_what_the_reference_clients_read_first_is_there(alice, organization, pro
     the user."""
     client = key_client("user:read", "dashboard:read")
     key = client.get("/api/personal_api_keys/@current/").json()
-    assert key["scoped_teams"] is None and key["scoped_organizations"] is None
+    assert key["scoped_teams"] == [] and key["scoped_organizations"] == []
     assert set(key["scopes"]) == {"user:read", "dashboard:read"}
     me = client.get(ME).json()
     project_id, organization_id = me["team"]["id"], me["team"]["organization"]
@@ -233,8 +233,8 @@ class TestCurrentKey:
             "value": None,
             "mask_value": body["mask_value"],
             "scopes": [],
-            "scoped_teams": None,
-            "scoped_organizations": None,
+            "scoped_teams": [],
+            "scoped_organizations": [],
             "created_at": body["created_at"],
             "last_used_at": body["last_used_at"],
             "expires_at": None,
@@ -248,7 +248,7 @@ class TestCurrentKey:
         client = key_client("dashboard:read", scoped_organizations=[str(organization.id)], expires_in_days=30)
         body = client.get("/api/personal_api_keys/@current/").json()
         assert body["scoped_organizations"] == [str(organization.id)]
-        assert body["scoped_teams"] is None
+        assert body["scoped_teams"] == []
         assert body["scopes"] == ["dashboard:read"]
         assert body["expires_at"] is not None
 
