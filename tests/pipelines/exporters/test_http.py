@@ -148,3 +148,16 @@ def test_batches_are_cut_by_count_and_by_size(flaky, allow_private, run, monkeyp
     assert all(body["api_key"] == "t0k3n" and 0 < len(body["batch"]) <= 50 for body in sent)
     assert all(len(json.dumps(body["batch"])) < 20_000 + 6000 for body in sent)
     assert len(sent) > 3  # 120 events in batches of 50 would be 3: the big ones forced more
+
+
+def test_a_redirect_is_not_followed(flaky, allow_private, run):
+    server, handler = flaky
+    handler.statuses = [307]
+    url = f"http://127.0.0.1:{server.server_address[1]}/batch/"
+
+    with pytest.raises(DestinationError) as raised:
+        run.export("HTTP", {"url": url, "token": "t"}, make_events(2))
+
+    assert "307" in raised.value.message
+    assert raised.value.retryable is False
+    assert len(handler.bodies) == 1

@@ -161,6 +161,30 @@ def test_redshift_statements_run_on_postgresql_and_rerun_keeps_one_row_per_uuid(
 
 
 @pytest.mark.requires_postgres
+def test_redshift_super_columns_go_through_json_parse(scratch, run):
+    # Stand-ins for Redshift's SUPER type and JSON_PARSE, so its default path runs on PostgreSQL too.
+    config, reader = scratch
+    reader.execute("CREATE DOMAIN public.super AS jsonb")
+    reader.execute("CREATE FUNCTION public.json_parse(text) RETURNS jsonb LANGUAGE sql AS 'SELECT $1::jsonb'")
+    try:
+        run.export("Redshift", config, make_events(30))
+        run.export("Redshift", config, make_events(30))
+        table = f'"{config["schema"]}".events_export'
+        (kind,) = reader.execute(
+            "SELECT domain_name FROM information_schema.columns WHERE table_schema = %s AND column_name = 'properties'",
+            [config["schema"]],
+        ).fetchone()
+        stored = reader.execute(f"SELECT uuid, properties FROM {table} ORDER BY uuid").fetchall()
+    finally:
+        reader.execute(f'DROP SCHEMA "{config["schema"]}" CASCADE')
+        reader.execute(f'CREATE SCHEMA "{config["schema"]}"')
+        reader.execute("DROP FUNCTION public.json_parse(text)")
+        reader.execute("DROP DOMAIN public.super")
+    assert kind == "super"
+    assert stored == [(event["uuid"], event["properties"]) for event in make_events(30)]
+
+
+@pytest.mark.requires_postgres
 def test_missing_schema_is_a_permanent_error(scratch, run):
     config, _ = scratch
     with pytest.raises(DestinationError) as raised:

@@ -213,3 +213,11 @@ def test_a_key_that_may_not_list_still_exports_with_a_warning(bucket, run, monke
         "Could not delete files of an earlier attempt: AccessDenied (403): "
         "the credentials are not allowed this operation on the bucket"
     ]
+
+
+def test_server_side_encryption_is_requested(bucket, run):
+    client, config = bucket
+    run.export("S3", {**config, "encryption": "AES256"}, make_events(5))
+
+    (key,) = objects(client, config)
+    assert client.head_object(Bucket=config["bucket_name"], Key=key)["ServerSideEncryption"] == "AES256"

@@ -1,7 +1,7 @@
 """Outbound safety, optional connectors and secrets: what every destination shares."""
 
-import builtins
 import socket
+import sys
 
 import pytest
 
@@ -61,17 +61,14 @@ def test_allowed_private_host_is_returned_as_the_address_to_connect_to(settings)
 
 @pytest.fixture
 def without_modules(monkeypatch):
-    """Make importing the named top-level packages fail, as when an extra is not installed."""
-    real_import = builtins.__import__
-    blocked: set[str] = set()
+    """without_modules(*names): importing those packages fails, as when an extra is not installed (a None entry in
+    sys.modules makes any import of the name raise ImportError, even when the package is installed)."""
 
-    def fake_import(name, *args, **kwargs):
-        if name.split(".")[0] in blocked:
-            raise ImportError(f"No module named {name!r}")
-        return real_import(name, *args, **kwargs)
+    def block(*names):
+        for name in names:
+            monkeypatch.setitem(sys.modules, name, None)
 
-    monkeypatch.setattr(builtins, "__import__", fake_import)
-    return blocked
+    return block
 
 
 @pytest.mark.parametrize(
@@ -87,7 +84,7 @@ def without_modules(monkeypatch):
 def test_optional_connector_missing_says_which_extra_to_install(
     destination_type, package, extra, config, without_modules, run
 ):
-    without_modules.add(package)
+    without_modules(package, f"{package}.connector", f"{package}.cloud", f"{package}.cloud.bigquery")
     with pytest.raises(DestinationError) as raised:
         run.export(destination_type, config, make_events(1))
     assert f"pip install 'analytics-workspace[{extra}]'" in raised.value.message
