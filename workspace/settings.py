@@ -292,7 +292,7 @@ REST_FRAMEWORK = {
         "apikeys.permissions.APIScopePermission",
     ],
     "DEFAULT_PARSER_CLASSES": ["workspace.api.parsers.JSONParser"],
-    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_RENDERER_CLASSES": ["workspace.api.renderers.JSONRenderer"],
     "DEFAULT_PAGINATION_CLASS": "workspace.api.pagination.LimitOffsetPagination",
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_THROTTLE_CLASSES": [
