@@ -46,6 +46,7 @@ from pipelines.services import (
     plugin_upgrade,
 )
 from workspace.api.pagination import UncountedLimitOffsetPagination
+from workspace.api.serializers import represent_rows
 from workspace.api.viewsets import CreateMixin, DestroyMixin, ListMixin, RetrieveMixin, UpdateMixin
 from workspace.models import ActivityLog
 from workspace.services import secret_mask
@@ -313,6 +314,16 @@ class PluginViewSet(OrganizationScopedViewSet, ListMixin, CreateMixin, RetrieveM
             .select_related("organization")
             .order_by("name", "id")
         )
+
+    def list(self, request, *args, **kwargs):
+        """A page of plain values represented through the serializer fields, without a serializer or model
+        instance per plugin (see workspace.api.serializers.represent_rows)."""
+        plugins = self.filter_queryset(
+            Plugin.objects.filter(organization=self.organization, collection=self.collection).order_by("name", "id")
+        )
+        columns = [name for name in PluginSerializer.Meta.fields if name != "organization_name"]
+        page = self.paginate_queryset(plugins.values(*columns, organization_name=F("organization__name")))
+        return self.get_paginated_response(represent_rows(self.get_serializer(), page))
 
     def get_save_kwargs(self) -> dict:
         return {"organization": self.organization, "collection": self.collection}
