@@ -150,6 +150,13 @@ class MemberViewSet(OrganizationScopedViewSet, ListMixin, UpdateMixin, DestroyMi
     def get_queryset(self):
         return self.organization.memberships.select_related("user").order_by("-joined_at", "id")
 
+    def list(self, request, *args, **kwargs):
+        """A page of plain values with each member's public user columns (no password, no model instances)."""
+        memberships = self.filter_queryset(self.organization.memberships.order_by("-joined_at", "id"))
+        columns = MemberSerializer.page_columns()
+        page = self.paginate_queryset(memberships.values("id", "level", "joined_at", "updated_at", **columns))
+        return self.get_paginated_response(self.get_serializer().represent_page(page))
+
     def lookup_value(self, value):
         return self.request.user.uuid if value == "@me" else value
 
@@ -173,6 +180,12 @@ class InviteViewSet(OrganizationScopedViewSet, ListMixin, CreateMixin, DestroyMi
 
     def get_queryset(self):
         return invites_pending(self.organization)
+
+    def list(self, request, *args, **kwargs):
+        """A page of plain values with each creator's public columns (no password, no model instances)."""
+        invites = self.filter_queryset(self.get_queryset().select_related(None))
+        values = invites.values(*InviteSerializer.PAGE_COLUMNS, **InviteSerializer.page_columns())
+        return self.get_paginated_response(self.get_serializer().represent_page(self.paginate_queryset(values)))
 
     def create_object(self, data):
         return invite_create(actor=self.request.user, organization=self.organization, **data)

@@ -1,7 +1,7 @@
 import uuid
 from functools import cached_property
 
-from django.db.models import Prefetch, QuerySet
+from django.db.models import F, Prefetch, QuerySet
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import exceptions
@@ -13,7 +13,7 @@ from pipelines.destinations import public_config
 from pipelines.filters import BatchExportFilterSet, EventFilterSet, PluginFilterSet
 from pipelines.models import BatchExport, BatchExportBackfill, BatchExportRun, Event, Plugin, PluginConfig
 from pipelines.permissions import PluginsAccessPermission
-from pipelines.selectors import backfills_with_progress, run_log_lines
+from pipelines.selectors import backfills_with_progress, latest_runs_by_export, run_column, run_log_lines
 from pipelines.serializers import (
     LATEST_RUNS,
     BatchExportBackfillRangeSerializer,
@@ -47,6 +47,7 @@ from pipelines.services import (
     plugin_upgrade,
 )
 from workspace.api.pagination import UncountedLimitOffsetPagination
+from workspace.api.serializers import represent_rows
 from workspace.api.viewsets import CreateMixin, DestroyMixin, ListMixin, RetrieveMixin, UpdateMixin
 from workspace.models import ActivityLog
 from workspace.services import secret_mask
@@ -56,6 +57,8 @@ PROJECT_ID = OpenApiParameter(
     "project_id", OpenApiTypes.STR, OpenApiParameter.PATH, description="A project id, or `@current`."
 )
 BATCH_EXPORT_ID = OpenApiParameter("batch_export_id", OpenApiTypes.UUID, OpenApiParameter.PATH)
+# What each of an export's latest runs shows, by field name (BatchExportRunSerializer's fields).
+LATEST_RUN_COLUMNS = list(BatchExportRunSerializer.Meta.fields)
 # The project route's operations, whose `project_id` the schema cannot read from the model.
 PROJECT_ACTIONS = ["list", "create", "retrieve", "update", "partial_update", "destroy", "pause", "unpause", "backfill"]
 
@@ -83,6 +86,17 @@ class BatchExportViewSetMixin(ListMixin, CreateMixin, RetrieveMixin, UpdateMixin
             .prefetch_related(Prefetch("runs", queryset=latest_runs, to_attr="prefetched_latest_runs"))
             .order_by("-created_at", "id")
         )
+
+    def list(self, request, *args, **kwargs):
+        """A page of exports read as plain values, with their latest runs in one more query (see
+        `BatchExportSerializer.represent_page`): the same representation as for one export."""
+        columns = BatchExportSerializer.PAGE_COLUMNS
+        exports = self.filter_queryset(self.batch_exports().order_by("-created_at", "id"))
+        same = [name for name, source in columns.items() if name == source]
+        renamed = {name: F(source) for name, source in columns.items() if name != source}
+        page = self.paginate_queryset(exports.values(*same, **renamed))
+        latest_runs = latest_runs_by_export([row["id"] for row in page], count=LATEST_RUNS, columns=LATEST_RUN_COLUMNS)
+        return self.get_paginated_response(self.get_serializer().represent_page(page, latest_runs))
 
     def activity_context(self, instance) -> dict:
         return {"organization_id": self.organization.id, "project_id": instance.project_id}
@@ -149,8 +163,7 @@ class OrganizationBatchExportViewSet(BatchExportViewSetMixin, OrganizationScoped
     )
     def runs(self, request, *args, **kwargs):
         batch_export = self.get_object()
-        page = self.paginate_queryset(batch_export.runs.order_by(*BatchExportRun.NEWEST_FIRST))
-        return self.get_paginated_response(BatchExportRunSerializer(page, many=True).data)
+        return runs_page_response(self, batch_export.runs.order_by(*BatchExportRun.NEWEST_FIRST))
 
 
 @extend_schema_view(**{name: extend_schema(parameters=[PROJECT_ID]) for name in PROJECT_ACTIONS})
@@ -161,6 +174,16 @@ class ProjectBatchExportViewSet(BatchExportViewSetMixin, ProjectScopedViewSet):
 
     def create_object(self, data):
         return batch_export_create(actor=self.request.user, project=self.project, **data)
+
+
+def runs_page_response(view, runs):
+    """A page of an export's runs read as plain values and represented through BatchExportRunSerializer's fields
+    (workspace.api.serializers.represent_rows): the same items as the serializer gives for instances."""
+    columns = [run_column(name) for name in LATEST_RUN_COLUMNS]
+    page = view.paginate_queryset(runs.values(*columns))
+    for row in page:
+        row["batch_export"] = row.pop("batch_export_id")
+    return view.get_paginated_response(represent_rows(BatchExportRunSerializer(), page))
 
 
 class BatchExportScopedMixin:
@@ -203,6 +226,9 @@ class BatchExportRunViewSet(BatchExportScopedMixin, ProjectScopedViewSet, ListMi
 
     def get_queryset(self):
         return self.batch_export.runs.order_by(*BatchExportRun.NEWEST_FIRST)
+
+    def list(self, request, *args, **kwargs):
+        return runs_page_response(self, self.filter_queryset(self.get_queryset()))
 
     @extend_schema(
         parameters=[PROJECT_ID, BATCH_EXPORT_ID, RUN_ID],
@@ -304,6 +330,16 @@ class PluginViewSet(OrganizationScopedViewSet, ListMixin, CreateMixin, RetrieveM
             .select_related("organization")
             .order_by("name", "id")
         )
+
+    def list(self, request, *args, **kwargs):
+        """A page of plain values represented through the serializer fields, without a serializer or model
+        instance per plugin (see workspace.api.serializers.represent_rows)."""
+        plugins = self.filter_queryset(
+            Plugin.objects.filter(organization=self.organization, collection=self.collection).order_by("name", "id")
+        )
+        columns = [name for name in PluginSerializer.Meta.fields if name != "organization_name"]
+        page = self.paginate_queryset(plugins.values(*columns, organization_name=F("organization__name")))
+        return self.get_paginated_response(represent_rows(self.get_serializer(), page))
 
     def get_save_kwargs(self) -> dict:
         return {"organization": self.organization, "collection": self.collection}
