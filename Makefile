@@ -8,7 +8,7 @@ PORT ?= 8000
 # Links in emails and in what `make run` prints point at the server it starts.
 SITE_URL ?= http://$(HOST):$(PORT)
 
-.PHONY: install run test lint format bench schema fuzz clean
+.PHONY: install run serve test lint format bench schema fuzz clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,11 @@ run: install
 	SITE_URL=$(SITE_URL) $(PY) manage.py seed_demo
 	SITE_URL=$(SITE_URL) $(PY) manage.py runserver $(HOST):$(PORT)
 
+# Production: DEBUG off (SECRET_KEY and ALLOWED_HOSTS required), migrations, static files, gunicorn with
+# gunicorn.conf.py on $(HOST):$(PORT) (scripts/serve.sh).
+serve: install
+	HOST=$(HOST) PORT=$(PORT) scripts/serve.sh
+
 test: install
 	$(PY) -m pytest
 
@@ -34,8 +39,11 @@ format: install
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
+# PostgreSQL only: DATABASE_URL names a scratch database it drops and recreates (default below); BENCH_ARGS passes
+# flags, e.g. BENCH_ARGS="--scale 0.1 --duration 3" for a quick run.
+BENCH_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/workspace_bench
 bench: install
-	$(PY) benchmarks/run.py
+	DATABASE_URL=$${DATABASE_URL:-$(BENCH_DATABASE_URL)} $(PY) benchmarks/run.py $(BENCH_ARGS)
 
 schema: install
 	$(PY) manage.py spectacular --validate --fail-on-warn --file /dev/null
