@@ -39,11 +39,11 @@ format: install
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-# PostgreSQL only: DATABASE_URL names a scratch database it drops and recreates (default below); BENCH_ARGS passes
-# flags, e.g. BENCH_ARGS="--scale 0.1 --duration 3" for a quick run.
-BENCH_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/workspace_bench
+# PostgreSQL only: DATABASE_URL names a scratch database that is dropped and recreated (its name must contain
+# "bench"; default postgres://postgres@127.0.0.1:5432/workspace_bench). Flags in BENCH_ARGS, e.g.
+# BENCH_ARGS="--scale 0.1 --duration 3" for a quick run. Not part of `make test`.
 bench: install
-	DATABASE_URL=$${DATABASE_URL:-$(BENCH_DATABASE_URL)} $(PY) benchmarks/run.py $(BENCH_ARGS)
+	$(PY) benchmarks/run.py $(BENCH_ARGS)
 
 schema: install
 	$(PY) manage.py spectacular --validate --fail-on-warn --file /dev/null

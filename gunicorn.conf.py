@@ -78,6 +78,9 @@ forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1,::1")
 
 
 def post_fork(server, worker):
-    from django.db import connections
+    import sys
 
-    connections.close_all()
+    if "django.db" in sys.modules:  # the app is Django (not, say, benchmarks/floor.py)
+        from django.db import connections
+
+        connections.close_all()
