@@ -10,8 +10,8 @@ floor of this stack measured in the same run.
    rate limits so that the writes are not throttled) and the floor (benchmarks/floor.py) under the same gunicorn
    configuration, each on a free port; checks that the floor's dashboards page is the service's.
 5. Drives every endpoint for `--duration` seconds with 8 kept-alive connections (after a 1 s warm-up for reads),
-   the floors before and after the endpoints (their mean is the floor), then the ingest row: events/s through
-   `/batch/` beside the floor of COPYing the same events, alternating.
+   each right after its floor for as long (so that the machine's changing load weighs on both alike), then the
+   ingest row: events/s through `/batch/` beside the floor of COPYing the same events, alternating.
 6. Prints per endpoint rps, p50/p95/p99, queries per request, the floor it is set beside and the ratio floor rps /
    service rps, with its target; lists at limit 100 are set beside the dashboards page floor (at the same offset
    for the deep page), single-object reads and short lists (a page of fewer than 100 rows) beside the auth-only
@@ -84,6 +84,7 @@ class Result:
     errors: int
     statuses: int
     queries: int | None = None
+    floor_rps: float | None = None  # the floor measured right before this endpoint
     notes: list[str] = field(default_factory=list)
 
 
@@ -159,22 +160,22 @@ def main() -> int:
     try:
         failures += compare_pages(service, floor, fixtures["key"], [floor_paths["page"], floor_paths["deep page"]])
 
-        def measure_floors() -> None:
-            for name, path in floor_paths.items():
-                drive(driver, floor.url, [path], fixtures["key"], 1.0)
-                floors[name].append(drive(driver, floor.url, [path], fixtures["key"], args.duration))
-
-        measure_floors()
+        for path in floor_paths.values():
+            drive(driver, floor.url, [path], fixtures["key"], 1.0)  # warm-up
+        # Each endpoint is measured right after its floor, so that a change in the machine's load between endpoints
+        # weighs on both; the floor rows of the table are the means of these runs.
         for endpoint in endpoints:
             if endpoint.method == "GET":
-                drive(driver, service.url, endpoint.paths, fixtures["key"], 1.0)
+                drive(driver, service.url, endpoint.paths, fixtures["key"], 1.0)  # warm-up
+            paired = drive(driver, floor.url, [floor_paths[endpoint.floor]], fixtures["key"], args.duration)
+            floors[endpoint.floor].append(paired)
             result = drive(
                 driver, service.url, endpoint.paths, fixtures["key"], args.duration, endpoint.method, endpoint.body
             )
             result.queries = queries.get(endpoint.name)
+            result.floor_rps = paired.rps
             results[endpoint.name] = result
             failures += bool(result.errors or result.statuses)
-        measure_floors()
         ingest_report = ingest(service.url, fixtures, batches=args.ingest_batches, senders=args.ingest_senders)
     finally:
         service.stop()
@@ -183,10 +184,7 @@ def main() -> int:
         if running.returncode not in (0, -signal.SIGTERM, None):
             print(f"{running.name} exited with {running.returncode}; its log: {running.log_path}")
 
-    floor_rps = {name: statistics.mean(run.rps for run in runs) for name, runs in floors.items()}
-    failures += report(
-        endpoints, results, floors, floor_rps, deep, ingest_report, driver, args, time.monotonic() - started
-    )
+    failures += report(endpoints, results, floors, deep, ingest_report, driver, args, time.monotonic() - started)
     if not failures:
         shutil.rmtree(scratch, ignore_errors=True)
     else:
@@ -565,7 +563,7 @@ def drive_python(base, paths, key, seconds, method, body) -> Result:
 # --- report ------------------------------------------------------------------------------------------------------
 
 
-def report(endpoints, results, floors, floor_rps, deep, ingest_report, driver, args, elapsed) -> int:
+def report(endpoints, results, floors, deep, ingest_report, driver, args, elapsed) -> int:
     print()
     print(
         f"PostgreSQL, scale {args.scale:g}; gunicorn.conf.py with {WORKERS} workers; {driver}, {CONNECTIONS} "
@@ -578,18 +576,24 @@ def report(endpoints, results, floors, floor_rps, deep, ingest_report, driver, a
     print(header)
     print("-" * len(header))
     for name, runs in floors.items():
-        spread = ", ".join(f"{run.rps:,.0f}" for run in runs)
-        last = runs[-1]
+        if not runs:
+            continue
+        rates = [run.rps for run in runs]
+
+        def mean(figure: str, runs=runs) -> float:
+            return statistics.mean(getattr(run, figure) for run in runs)
+
         print(
-            f"{'floor: ' + name:<30} {floor_rps[name]:>7,.0f} {last.p50:>7.1f} {last.p95:>7.1f} {last.p99:>7.1f} "
-            f"{1 if name == 'auth' else 2:>7} {'':>10} {'':>9} {'':>6} {'':>7}  runs {spread}"
+            f"{'floor: ' + name:<30} {statistics.mean(rates):>7,.0f} {mean('p50'):>7.1f} {mean('p95'):>7.1f} "
+            f"{mean('p99'):>7.1f} {1 if name == 'auth' else 2:>7} {'':>10} {'':>9} {'':>6} {'':>7}  "
+            f"mean of {len(runs)} runs, {min(rates):,.0f} to {max(rates):,.0f}"
         )
     worst_list, worst_read = None, None
     for endpoint in endpoints:
         result = results.get(endpoint.name)
         if result is None:
             continue
-        floor = floor_rps[endpoint.floor]
+        floor = result.floor_rps
         ratio = floor / result.rps if result.rps else float("inf")
         notes = []
         target = endpoint.target
