@@ -28,7 +28,16 @@ KEY_QUERY = """
     FROM apikeys_personalapikey k JOIN workspace_user u ON u.id = k.user_id
     WHERE k.secure_value = %s
 """
+# The page's ids and the total count first, from the dashboards' own columns (a window over every row would
+# otherwise evaluate the tag and sharing subqueries for every row, not only the page's); then the page's rows.
 PAGE_QUERY = """
+    WITH page AS (
+        SELECT d.id, d.pinned, d.name, count(*) OVER () AS total
+        FROM dashboards_dashboard d
+        WHERE d.project_id = %(project)s AND NOT d.deleted
+        ORDER BY d.pinned DESC, d.name, d.id
+        LIMIT %(limit)s OFFSET %(offset)s
+    )
     SELECT d.id, d.name, d.description, d.pinned, d.created_at,
            u.id, u.uuid, u.distinct_id, u.first_name, u.last_name, u.email, u.is_email_verified, u.hedgehog_config,
            EXISTS (SELECT 1 FROM dashboards_sharingconfiguration s WHERE s.dashboard_id = d.id AND s.enabled),
@@ -38,14 +47,13 @@ PAGE_QUERY = """
            d.restriction_level = 21 OR d.created_by_id = %(user)s OR m.level >= 8
                OR EXISTS (SELECT 1 FROM dashboards_dashboardcollaborator c
                           WHERE c.dashboard_id = d.id AND c.user_id = %(user)s),
-           count(*) OVER ()
-    FROM dashboards_dashboard d
+           page.total
+    FROM page
+    JOIN dashboards_dashboard d ON d.id = page.id
     JOIN organizations_project p ON p.id = d.project_id
     JOIN organizations_membership m ON m.organization_id = p.organization_id AND m.user_id = %(user)s
     LEFT JOIN workspace_user u ON u.id = d.created_by_id
-    WHERE d.project_id = %(project)s AND NOT d.deleted
-    ORDER BY d.pinned DESC, d.name, d.id
-    LIMIT %(limit)s OFFSET %(offset)s
+    ORDER BY page.pinned DESC, page.name, page.id
 """
 
 _local = threading.local()
