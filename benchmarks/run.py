@@ -12,11 +12,12 @@ floor of this stack measured in the same run.
 5. Drives every endpoint for `--duration` seconds with 8 kept-alive connections (after a 1 s warm-up for reads),
    each right after its floor for as long (so that the machine's changing load weighs on both alike), then the
    ingest row: events/s through `/batch/` beside the floor of COPYing the same events, alternating.
-6. Prints per endpoint rps, p50/p95/p99, queries per request, the floor it is set beside and the ratio floor rps /
-   service rps, with its target; lists at limit 100 are set beside the dashboards page floor (at the same offset
-   for the deep page), single-object reads and short lists (a page of fewer than 100 rows) beside the auth-only
-   floor. The last line is the worst list ratio. Targets are printed, not enforced: the machine is shared and the
-   figures are noisy. The exit status is 1 only when something failed (errors, non-2xx answers, a floor page that
+6. Prints per endpoint rps, p50/p95/p99, the workers' CPU ms per request, queries per request, the floor it is set
+   beside and the ratio floor rps / service rps, with its target; lists at limit 100 are set beside the dashboards
+   page floor (at the same offset for the deep page), single-object reads and short lists (a page of fewer than
+   100 rows) beside the auth-only floor. The last line is the worst list ratio. Targets are printed, not enforced:
+   the machine is shared and the figures are noisy. The exit status is 1 only when something failed (errors,
+   non-2xx answers, a floor page that
    differs from the service's).
 
     make bench                                  # full scale, about 10 minutes on 2 cores
@@ -86,6 +87,7 @@ class Result:
     statuses: int
     queries: int | None = None
     writes: int | None = None  # queries that write, of those
+    cpu_ms: float | None = None  # CPU time of the server's workers per request
     floor_rps: float | None = None  # the floor measured right before this endpoint
     notes: list[str] = field(default_factory=list)
 
@@ -163,22 +165,20 @@ def main() -> int:
         failures += compare_pages(service, floor, fixtures["key"], [floor_paths["page"], floor_paths["deep page"]])
 
         for path in floor_paths.values():
-            drive(driver, floor.url, [path], fixtures["key"], 1.0)  # warm-up
+            drive(driver, floor, [path], fixtures["key"], 1.0)  # warm-up
         # Each endpoint is measured right after its floor, so that a change in the machine's load between endpoints
         # weighs on both; the floor rows of the table are the means of these runs.
         for endpoint in endpoints:
             if endpoint.method == "GET":
-                drive(driver, service.url, endpoint.paths, fixtures["key"], 1.0)  # warm-up
-            paired = drive(driver, floor.url, [floor_paths[endpoint.floor]], fixtures["key"], args.duration)
+                drive(driver, service, endpoint.paths, fixtures["key"], 1.0)  # warm-up
+            paired = drive(driver, floor, [floor_paths[endpoint.floor]], fixtures["key"], args.duration)
             floors[endpoint.floor].append(paired)
             result = drive(
-                driver, service.url, endpoint.paths, fixtures["key"], args.duration, endpoint.method, endpoint.body
+                driver, service, endpoint.paths, fixtures["key"], args.duration, endpoint.method, endpoint.body
             )
             if result.requests < 5 * CONNECTIONS:  # too slow for percentiles in that time: once more, for longer
                 longer = max(args.duration * 4, 20)
-                result = drive(
-                    driver, service.url, endpoint.paths, fixtures["key"], longer, endpoint.method, endpoint.body
-                )
+                result = drive(driver, service, endpoint.paths, fixtures["key"], longer, endpoint.method, endpoint.body)
                 result.notes.append(f"{result.requests} requests in {longer:g} s")
             result.queries, result.writes = queries.get(endpoint.name, (None, None))
             result.floor_rps = paired.rps
@@ -468,11 +468,40 @@ def compare_pages(service: Server, floor: Server, key: str, paths: list[str]) ->
 
 
 def drive(
-    driver: str, base: str, paths: list[str], key: str, seconds: float, method: str = "GET", body: str | None = None
+    driver: str,
+    server: "Server",
+    paths: list[str],
+    key: str,
+    seconds: float,
+    method: str = "GET",
+    body: str | None = None,
 ) -> Result:
+    """Load on `server` for `seconds`; the result has the CPU time its workers spent per request."""
+    before = worker_cpu_seconds(server.process.pid)
     if driver == "wrk":
-        return drive_wrk(base, paths, key, seconds, method, body)
-    return drive_python(base, paths, key, seconds, method, body)
+        result = drive_wrk(server.url, paths, key, seconds, method, body)
+    else:
+        result = drive_python(server.url, paths, key, seconds, method, body)
+    if result.requests:
+        result.cpu_ms = (worker_cpu_seconds(server.process.pid) - before) / result.requests * 1000
+    return result
+
+
+def worker_cpu_seconds(master: int) -> float:
+    """CPU time (user and system) of the gunicorn master's worker processes so far, from /proc (0 elsewhere).
+
+    Unlike rps, it barely depends on how many cores the rest of the machine leaves free; the database's time is
+    not in it."""
+    ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    total = 0
+    for entry in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = entry.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == master:  # fields[1] is the parent's pid; utime and stime are fields[11] and [12]
+            total += int(fields[11]) + int(fields[12])
+    return total / ticks
 
 
 def drive_wrk(base, paths, key, seconds, method, body) -> Result:
@@ -580,7 +609,7 @@ def report(endpoints, results, floors, deep, ingest_report, driver, args, elapse
         f"kept-alive connections, {args.duration:g} s per endpoint; on a shared machine figures vary between runs"
     )
     header = (
-        f"{'endpoint':<30} {'rps':>7} {'p50 ms':>7} {'p95 ms':>7} {'p99 ms':>7} {'queries':>7} "
+        f"{'endpoint':<30} {'rps':>7} {'p50 ms':>7} {'p95 ms':>7} {'p99 ms':>7} {'cpu ms':>6} {'queries':>7} "
         f"{'floor':>10} {'floor rps':>9} {'ratio':>6} {'target':>7}  notes"
     )
     print(header)
@@ -595,7 +624,8 @@ def report(endpoints, results, floors, deep, ingest_report, driver, args, elapse
 
         print(
             f"{'floor: ' + name:<30} {statistics.mean(rates):>7,.0f} {mean('p50'):>7.1f} {mean('p95'):>7.1f} "
-            f"{mean('p99'):>7.1f} {1 if name == 'auth' else 2:>7} {'':>10} {'':>9} {'':>6} {'':>7}  "
+            f"{mean('p99'):>7.1f} {mean('cpu_ms'):>6.2f} {1 if name == 'auth' else 2:>7} {'':>10} {'':>9} "
+            f"{'':>6} {'':>7}  "
             f"mean of {len(runs)} runs, {min(rates):,.0f} to {max(rates):,.0f}"
         )
     worst_list, worst_read = None, None
@@ -623,6 +653,7 @@ def report(endpoints, results, floors, deep, ingest_report, driver, args, elapse
         queries = "?" if result.queries is None else str(result.queries)
         print(
             f"{endpoint.name:<30} {result.rps:>7,.0f} {result.p50:>7.1f} {result.p95:>7.1f} {result.p99:>7.1f} "
+            f"{result.cpu_ms or 0:>6.2f} "
             f"{queries:>7} {endpoint.floor:>10} {floor:>9,.0f} {ratio:>5.2f}x {target_text:>7}  {', '.join(notes)}"
         )
     failures = sum(bool(result.errors or result.statuses) for result in results.values())
