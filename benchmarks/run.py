@@ -17,8 +17,7 @@ floor of this stack measured in the same run.
    page floor (at the same offset for the deep page), single-object reads and short lists (a page of fewer than
    100 rows) beside the auth-only floor. The last line is the worst list ratio. Targets are printed, not enforced:
    the machine is shared and the figures are noisy. The exit status is 1 only when something failed (errors,
-   non-2xx answers, a floor page that
-   differs from the service's).
+   non-2xx answers, a floor page that differs from the service's).
 
     make bench                                  # full scale, about 10 minutes on 2 cores
     make bench BENCH_ARGS="--scale 0.1 --duration 3"
