@@ -487,7 +487,8 @@ def drive(
 
 
 def worker_cpu_seconds(master: int) -> float:
-    """CPU time (user and system) of the gunicorn master's worker processes so far, from /proc (0 elsewhere).
+    """CPU time (user and system) of the gunicorn master's worker processes so far, live or replaced, from /proc
+    (0 elsewhere).
 
     Unlike rps, it barely depends on how many cores the rest of the machine leaves free; the database's time is
     not in it."""
@@ -500,6 +501,9 @@ def worker_cpu_seconds(master: int) -> float:
             continue
         if int(fields[1]) == master:  # fields[1] is the parent's pid; utime and stime are fields[11] and [12]
             total += int(fields[11]) + int(fields[12])
+        elif entry.parent.name == str(master):
+            # Workers replaced after max_requests: the master has reaped them, and their time is its children's.
+            total += int(fields[13]) + int(fields[14])
     return total / ticks
 
 
