@@ -19,7 +19,7 @@ floor of this stack measured in the same run.
    the machine is shared and the figures are noisy. The exit status is 1 only when something failed (errors,
    non-2xx answers, a floor page that differs from the service's).
 
-    make bench                                  # full scale, about 10 minutes on 2 cores
+    make bench                                  # full scale, about 7 minutes on 2 cores
     make bench BENCH_ARGS="--scale 0.1 --duration 3"
     .venv/bin/python benchmarks/run.py --reuse  # keep the seeded database of the last run with the same scale
 """
