@@ -56,7 +56,13 @@ class Dashboard(models.Model):
 
     class Meta:
         ordering = ["-pinned", "name", "id"]
-        indexes = [models.Index(fields=["project", "deleted"], name="dashboard_project_deleted")]
+        indexes = [
+            models.Index(fields=["project", "deleted"], name="dashboard_project_deleted"),
+            # The list's page: a project's dashboards that are not deleted, in the list's order, read off the index.
+            models.Index(
+                fields=["project", "-pinned", "name", "id"], condition=Q(deleted=False), name="dashboard_list_order"
+            ),
+        ]
 
     def __str__(self) -> str:
         return self.name or f"Dashboard {self.pk}"
@@ -109,7 +115,12 @@ class Insight(models.Model):
     class Meta:
         ordering = ["-last_modified_at", "id"]
         constraints = [models.UniqueConstraint(fields=["project", "short_id"], name="unique_insight_short_id")]
-        indexes = [models.Index(fields=["project", "deleted"], name="insight_project_deleted")]
+        indexes = [
+            models.Index(fields=["project", "deleted"], name="insight_project_deleted"),
+            models.Index(
+                fields=["project", "-last_modified_at", "id"], condition=Q(deleted=False), name="insight_list_order"
+            ),
+        ]
 
     def __str__(self) -> str:
         return self.name or self.derived_name or f"Insight {self.short_id}"

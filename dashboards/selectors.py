@@ -1,9 +1,19 @@
 """Reads of dashboards, tiles and insights that span several querysets: what a response needs, in a fixed number of
 queries whatever the number of tiles, and the dashboard a public link shows."""
 
-from django.db.models import Prefetch, QuerySet
+import json
 
-from dashboards.models import Dashboard, DashboardTag, DashboardTile, Insight, InsightTag
+from django.db.models import Exists, F, OuterRef, Prefetch, QuerySet, Subquery
+
+from dashboards.models import (
+    Dashboard,
+    DashboardCollaborator,
+    DashboardTag,
+    DashboardTile,
+    Insight,
+    InsightTag,
+    SharingConfiguration,
+)
 
 
 def live_tiles() -> QuerySet[DashboardTile]:
@@ -54,3 +64,71 @@ def shared_dashboard_get(*, access_token: str) -> Dashboard | None:
         .prefetch_related(tiles_prefetch(details=False))
         .first()
     )
+
+
+class NamesSubquery(Subquery):
+    """The values of a one-column, ordered subquery as a list, in the outer row: `ARRAY(...)` on PostgreSQL, a JSON
+    array on SQLite (decoded by `names_list`). A page's tags come with its rows instead of in a query of their own."""
+
+    def as_postgresql(self, compiler, connection, **extra_context):
+        return super().as_sql(compiler, connection, template="ARRAY(%(subquery)s)", **extra_context)
+
+    def as_sqlite(self, compiler, connection, **extra_context):
+        column = connection.ops.quote_name(self.query.values_select[0])
+        template = f"(SELECT json_group_array({column}) FROM (%(subquery)s))"
+        return super().as_sql(compiler, connection, template=template, **extra_context)
+
+
+def names_list(value) -> list[str]:
+    return json.loads(value) if isinstance(value, str) else list(value)
+
+
+# What a list page shows of each dashboard and of its creator (DashboardBasicSerializer, UserBasicSerializer).
+DASHBOARD_PAGE_COLUMNS = [
+    "id",
+    "name",
+    "description",
+    "pinned",
+    "created_at",
+    "deleted",
+    "creation_mode",
+    "restriction_level",
+    "created_by_id",
+]
+CREATOR_COLUMNS = [
+    "id",
+    "uuid",
+    "distinct_id",
+    "first_name",
+    "last_name",
+    "email",
+    "is_email_verified",
+    "hedgehog_config",
+]
+
+
+def dashboard_page_rows(ids: list[int], *, user) -> list[dict]:
+    """The dashboards of a page (ids in page order) as plain values, in one query: their columns, their creator's
+    public columns (`creator__<column>`), `tags` in tag order, `is_shared` and `caller_is_collaborator`."""
+    rows = (
+        Dashboard.objects.filter(pk__in=ids)
+        .annotate(
+            is_shared=Exists(SharingConfiguration.objects.filter(dashboard=OuterRef("pk"), enabled=True)),
+            caller_is_collaborator=Exists(DashboardCollaborator.objects.filter(dashboard=OuterRef("pk"), user=user)),
+            tags=NamesSubquery(DashboardTag.objects.filter(dashboard=OuterRef("pk")).order_by("id").values("name")),
+            **{f"creator__{column}": F(f"created_by__{column}") for column in CREATOR_COLUMNS},
+        )
+        .order_by()
+        .values(
+            *DASHBOARD_PAGE_COLUMNS,
+            "is_shared",
+            "caller_is_collaborator",
+            "tags",
+            *(f"creator__{column}" for column in CREATOR_COLUMNS),
+        )
+    )
+    by_id = {row["id"]: row for row in rows}
+    page = [by_id[dashboard_id] for dashboard_id in ids if dashboard_id in by_id]
+    for row in page:
+        row["tags"] = names_list(row["tags"])
+    return page

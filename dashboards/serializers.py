@@ -19,7 +19,7 @@ from dashboards.services import clean_tags
 from dashboards.template_library import TemplateError, bundled_templates, validate_layouts, validate_template
 from organizations.models import Membership
 from workspace.api.fields import StrictBooleanField, StrictCharField, StrictIntegerChoiceField
-from workspace.api.serializers import ModelSerializer
+from workspace.api.serializers import ModelSerializer, represent_rows
 from workspace.serializers import UserBasicSerializer
 
 
@@ -211,6 +211,26 @@ class DashboardBasicSerializer(ModelSerializer):
             "effective_privilege_level",
         ]
         read_only_fields = fields
+
+    def represent_page(self, rows: list[dict]) -> list[dict]:
+        """A list page from `dashboards.selectors.dashboard_page_rows`, as `.data` of the instances would be,
+        without a serializer or model instances per dashboard (see workspace.api.serializers.represent_rows)."""
+        creator_serializer = self.fields["created_by"]
+        creator_columns = [(f"creator__{name}", name) for name in creator_serializer.fields]
+        creators = {}
+        for row in rows:
+            creator_id = row["created_by_id"]
+            if creator_id is not None and creator_id not in creators:
+                creators[creator_id] = represent_rows(
+                    creator_serializer, [{name: row[column] for column, name in creator_columns}]
+                )[0]
+            row["created_by"] = creators.get(creator_id)
+            row["effective_restriction_level"] = row["restriction_level"]
+            # The rule of can_edit, on a stand-in holding what it reads.
+            stand_in = Dashboard(id=row["id"], restriction_level=row["restriction_level"], created_by_id=creator_id)
+            stand_in.caller_is_collaborator = row["caller_is_collaborator"]
+            row["effective_privilege_level"] = self.get_effective_privilege_level(stand_in)
+        return represent_rows(self, rows, ready=frozenset({"created_by", "effective_privilege_level"}))
 
     @extend_schema_field(RestrictionLevelField())
     def get_effective_privilege_level(self, dashboard: Dashboard) -> int:

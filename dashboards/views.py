@@ -15,7 +15,7 @@ from dashboards.permissions import (
     CanManageCollaborators,
     requested_dashboard_ids,
 )
-from dashboards.selectors import dashboard_tags_prefetch, insights_for_response, tiles_prefetch
+from dashboards.selectors import dashboard_page_rows, dashboard_tags_prefetch, insights_for_response, tiles_prefetch
 from dashboards.serializers import (
     DashboardBasicSerializer,
     DashboardCollaboratorSerializer,
@@ -128,6 +128,14 @@ class DashboardViewSet(
         if self.action == "list":
             return DashboardBasicSerializer
         return DashboardSerializer
+
+    def list(self, request, *args, **kwargs):
+        """A page's ids first, off the list's index (`dashboard_list_order`), then those dashboards as plain values
+        with their creator, tags and sharing state in one query (dashboards.selectors.dashboard_page_rows)."""
+        dashboards = self.filter_queryset(Dashboard.objects.filter(project=self.project, deleted=False))
+        ids = self.paginate_queryset(dashboards.order_by("-pinned", "name", "id").values_list("id", flat=True))
+        rows = dashboard_page_rows(list(ids), user=request.user)
+        return self.get_paginated_response(self.get_serializer().represent_page(rows))
 
     def refetch(self, instance):
         return self.dashboards().prefetch_related(dashboard_tags_prefetch(), tiles_prefetch()).get(pk=instance.pk)

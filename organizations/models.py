@@ -109,6 +109,7 @@ class Membership(models.Model):
 
     class Meta:
         ordering = ["-joined_at", "id"]
+        indexes = [models.Index(fields=["organization", "-joined_at", "id"], name="membership_list_order")]
         constraints = [
             models.UniqueConstraint(fields=["organization", "user"], name="unique_membership_per_organization")
         ]
@@ -148,6 +149,14 @@ class Invite(models.Model):
 
     class Meta:
         ordering = ["-created_at", "id"]
+        # The pending invites of an organization, newest first: the invites list.
+        indexes = [
+            models.Index(
+                fields=["organization", "-created_at", "id"],
+                condition=models.Q(accepted_at__isnull=True),
+                name="pending_invite_list_order",
+            )
+        ]
         constraints = [
             # A new invite replaces the pending one for its email (under the organization's lock); this is the
             # last guard. Emails are stored lower-case.

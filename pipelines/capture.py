@@ -21,6 +21,7 @@ import re
 import uuid
 import zlib
 
+import orjson
 from django.conf import settings
 from django.core.exceptions import SuspiciousOperation
 from django.db import InterfaceError, OperationalError
@@ -33,7 +34,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from organizations.selectors import project_id_for_api_token
 from pipelines.models import Event
-from pipelines.services import NewEvent, events_ingest
+from pipelines.services import NewEvent, events_ingest_for_token
 from workspace.api.exceptions import DomainError, error_response
 
 logger = logging.getLogger(__name__)
@@ -44,6 +45,19 @@ READ_CHUNK_BYTES = 1024 * 1024
 UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 # The only way either can appear in valid UTF-8 JSON: as an escape. Bodies without one skip the walk that finds them.
 UNSTORABLE_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
+UNSTORABLE_ESCAPE_BYTES = re.compile(UNSTORABLE_ESCAPE.pattern.encode())
+UTF8_BOM = b"\xef\xbb\xbf"
+# orjson reads an integer past 64 bits as a float where the standard library keeps it exact: bodies with a run of 19
+# digits (found by mapping every digit to "0" and everything else to " ", far faster than a regex) take the standard
+# library's path. Numbers that overflow to infinity are read alike by both, and refused with the properties.
+_DIGIT_MASK = bytes(48 if 48 <= byte <= 57 else 32 for byte in range(256))
+_LONG_NUMBER = b"0" * 19
+
+
+def has_long_number(body: bytes) -> bool:
+    return _LONG_NUMBER in body.translate(_DIGIT_MASK)
+
+
 EVENT_MAX_LENGTH = Event._meta.get_field("event").max_length
 DISTINCT_ID_MAX_LENGTH = Event._meta.get_field("distinct_id").max_length
 TOKEN_MAX_LENGTH = 64
@@ -150,6 +164,17 @@ def decode(request) -> object:
     body = read_body(request, limit)
     if compressed(request, body):
         body = gunzip(body, limit)
+    # orjson reads a valid UTF-8 body several times faster; a body it refuses or would read otherwise (an integer
+    # past 64 bits) is read below as before, with the same errors.
+    if not has_long_number(body):
+        try:
+            payload = orjson.loads(body[3:] if body.startswith(UTF8_BOM) else body)
+        except orjson.JSONDecodeError:
+            pass
+        else:
+            if UNSTORABLE_ESCAPE_BYTES.search(body):
+                check_storable(payload)
+            return payload
     try:
         text = body.decode("utf-8-sig")  # JSON travels in UTF-8 (RFC 8259); a byte order mark is tolerated
     except UnicodeDecodeError as error:
@@ -241,8 +266,12 @@ def project_for(token) -> int:
     if isinstance(token, str) and len(token) <= TOKEN_MAX_LENGTH:
         project_id = project_id_for_api_token(token)
     if project_id is None:
-        raise TokenRefused("Project API key invalid. You can find your project API key in the project's settings.")
+        raise token_refused()
     return project_id
+
+
+def token_refused() -> TokenRefused:
+    return TokenRefused("Project API key invalid. You can find your project API key in the project's settings.")
 
 
 # The events
@@ -363,8 +392,17 @@ class CaptureView(View):
         try:
             payload = decode(request)
             events, prefix = events_of(payload)
-            project_id = project_for(token_of(payload, events))
-            events_ingest(project_id=project_id, events=parse_events(events, prefix, now=timezone.now()))
+            token = token_of(payload, events)
+            if not isinstance(token, str) or len(token) > TOKEN_MAX_LENGTH:
+                raise token_refused()
+            try:
+                parsed = parse_events(events, prefix, now=timezone.now())
+            except InvalidEvent:
+                project_for(token)  # a token that names no project is a 401 before any event is a 400
+                raise
+            # The token is looked up as the events are stored (one round trip on PostgreSQL).
+            if events_ingest_for_token(token=token, events=parsed) is None:
+                raise token_refused()
         except DomainError as error:
             response = error_response(error.status_code, error.error_type, error.code, error.detail, error.attr)
         except (OperationalError, InterfaceError):

@@ -44,6 +44,7 @@ class BatchExport(models.Model):
 
     class Meta:
         ordering = ["-created_at", "id"]
+        indexes = [models.Index(fields=["project", "-created_at", "id"], name="batch_export_list_order")]
 
     def clean(self):
         if self.start_at is not None and self.end_at is not None and self.start_at >= self.end_at:
@@ -71,6 +72,7 @@ class BatchExportBackfill(models.Model):
 
     class Meta:
         ordering = ["-created_at", "id"]
+        indexes = [models.Index(fields=["batch_export", "-created_at", "id"], name="backfill_list_order")]
 
     def __str__(self) -> str:
         return f"Backfill {self.start_at:%Y-%m-%d %H:%M} to {self.end_at:%Y-%m-%d %H:%M}"
@@ -111,7 +113,10 @@ class BatchExportRun(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-data_interval_end", "-id"]
-        indexes = [models.Index(fields=["batch_export", "-created_at"])]
+        # An export's runs newest first (its runs list, and the latest runs each export shows), read off the index.
+        indexes = [
+            models.Index(fields=["batch_export", "-created_at", "-data_interval_end", "-id"], name="run_list_order")
+        ]
 
     # A run in one of these may still change: it can be cancelled.
     UNFINISHED = (Status.STARTING, Status.RUNNING)
@@ -188,6 +193,7 @@ class Plugin(models.Model):
 
     class Meta:
         ordering = ["name", "id"]
+        indexes = [models.Index(fields=["organization", "collection", "name", "id"], name="plugin_list_order")]
 
     def __str__(self) -> str:
         return self.name

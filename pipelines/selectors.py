@@ -1,7 +1,8 @@
 """Reads of the pipelines app that a response needs in one query whatever its length."""
 
-from django.db.models import Count, F, IntegerField, OuterRef, Q, QuerySet, Subquery, Value
-from django.db.models.functions import Coalesce
+from django.db import connection
+from django.db.models import Count, F, IntegerField, OuterRef, Q, QuerySet, Subquery, Value, Window
+from django.db.models.functions import Coalesce, RowNumber
 
 from pipelines.models import BatchExportBackfill, BatchExportRun, BatchExportRunLog
 
@@ -30,3 +31,56 @@ def backfills_with_progress(queryset: QuerySet[BatchExportBackfill]) -> QuerySet
 def run_log_lines(run: BatchExportRun) -> QuerySet[BatchExportRunLog]:
     """A run's log lines, newest first, each annotated with its export's id (`log_source_id`)."""
     return run.log_lines.annotate(log_source_id=F("run__batch_export_id")).order_by(*BatchExportRunLog.NEWEST_FIRST)
+
+
+# The latest runs of each export, through the runs index (batch_export, created_at desc, data_interval_end desc,
+# id desc): one short index scan per export, however many runs an export has accumulated.
+_LATEST_RUNS_POSTGRESQL = """
+SELECT run.* FROM unnest(%s::uuid[]) AS export (id)
+CROSS JOIN LATERAL (
+    SELECT {columns} FROM pipelines_batchexportrun
+    WHERE batch_export_id = export.id
+    ORDER BY created_at DESC, data_interval_end DESC, id DESC
+    LIMIT %s
+) AS run
+"""
+
+
+def latest_runs_by_export(export_ids: list, *, count: int, columns: list[str]) -> dict:
+    """`{export id: [run values, newest first]}` for the given exports, at most `count` runs each, in one query.
+
+    Each run is a dict of `columns` (model field names; `batch_export` for the export's id)."""
+    runs: dict = {export_id: [] for export_id in export_ids}
+    if not export_ids:
+        return runs
+    names = [_run_column(name) for name in columns]
+    if connection.vendor == "postgresql":
+        quote = connection.ops.quote_name
+        sql = _LATEST_RUNS_POSTGRESQL.format(columns=", ".join(quote(name) for name in names))
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [list(export_ids), count])
+            rows = [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
+        for row in rows:
+            runs[row["batch_export"]].append(row)
+        return runs
+    ranked = (
+        BatchExportRun.objects.filter(batch_export_id__in=export_ids)
+        .annotate(
+            rank=Window(
+                RowNumber(),
+                partition_by=F("batch_export_id"),
+                order_by=[F("created_at").desc(), F("data_interval_end").desc(), F("id").desc()],
+            )
+        )
+        .filter(rank__lte=count)
+        .order_by("batch_export_id", "rank")
+        .values(*names)
+    )
+    for row in ranked:
+        row = {column: row[name] for column, name in zip(columns, names, strict=True)}
+        runs[row["batch_export"]].append(row)
+    return runs
+
+
+def _run_column(name: str) -> str:
+    return "batch_export_id" if name == "batch_export" else name

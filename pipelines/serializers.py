@@ -14,7 +14,7 @@ from pipelines.models import (
     PluginConfig,
 )
 from workspace.api.fields import StrictCharField
-from workspace.api.serializers import ModelSerializer
+from workspace.api.serializers import ModelSerializer, represent_rows
 from workspace.models import ActivityLog
 from workspace.serializers import UserBasicSerializer
 
@@ -94,6 +94,36 @@ class BatchExportSerializer(ModelSerializer):
         if runs is None:
             runs = batch_export.runs.order_by(*BatchExportRun.NEWEST_FIRST)[:LATEST_RUNS]
         return BatchExportRunSerializer(runs, many=True).data
+
+    # What a list page reads of each export (`batch_exports_page`), by field name.
+    PAGE_COLUMNS = {
+        "id": "id",
+        "team_id": "project_id",
+        "name": "name",
+        "destination_type": "destination_type",
+        "destination_config": "destination_config",
+        "interval": "interval",
+        "paused": "paused",
+        "created_at": "created_at",
+        "last_updated_at": "last_updated_at",
+        "last_paused_at": "last_paused_at",
+        "start_at": "start_at",
+        "end_at": "end_at",
+        "hogql_query": "hogql_query",
+        "schema": "schema",
+    }
+
+    def represent_page(self, rows: list[dict], latest_runs: dict) -> list[dict]:
+        """A list page from `PAGE_COLUMNS` values and `{export id: [run values]}`, as `.data` of the instances
+        would be, without a serializer per export and per run (see workspace.api.serializers.represent_rows)."""
+        destination = self.fields["destination"]
+        run_serializer = BatchExportRunSerializer()
+        for row in rows:
+            row["destination"] = represent_rows(
+                destination, [{"type": row["destination_type"], "config": row["destination_config"]}]
+            )[0]
+            row["latest_runs"] = represent_rows(run_serializer, latest_runs[row["id"]])
+        return represent_rows(self, rows, ready=frozenset({"destination", "latest_runs"}))
 
     def validate(self, attrs):
         instance = self.instance

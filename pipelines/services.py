@@ -14,6 +14,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from organizations.models import Organization, Project
+from organizations.selectors import project_id_for_api_token
 from pipelines.models import (
     BatchExport,
     BatchExportBackfill,
@@ -327,6 +328,46 @@ INSERT INTO pipelines_event (uuid, project_id, event, distinct_id, properties, "
 SELECT incoming.uuid, %s, incoming.event, incoming.distinct_id, incoming.properties, incoming."timestamp", %s
 FROM incoming JOIN stored ON stored.uuid = incoming.uuid
 """
+
+
+# The same, for the project a capture token names: the token is looked up in the statement that stores the events,
+# so a request costs one round trip. The first column is the project's id, or NULL for a token that names none (then
+# nothing is stored).
+_POSTGRESQL_INGEST_FOR_TOKEN = """
+WITH project AS (
+    SELECT id FROM organizations_project WHERE api_token = %s
+), incoming AS (
+    SELECT * FROM jsonb_to_recordset(%s::jsonb)
+        AS incoming (uuid uuid, event text, distinct_id text, properties jsonb, "timestamp" timestamptz)
+), stored AS (
+    INSERT INTO pipelines_eventuuid (project_id, uuid) SELECT project.id, incoming.uuid FROM incoming, project
+    ON CONFLICT DO NOTHING RETURNING uuid
+), inserted AS (
+    INSERT INTO pipelines_event (uuid, project_id, event, distinct_id, properties, "timestamp", created_at)
+    SELECT incoming.uuid, project.id, incoming.event, incoming.distinct_id, incoming.properties,
+        incoming."timestamp", %s
+    FROM incoming JOIN stored ON stored.uuid = incoming.uuid CROSS JOIN project
+    RETURNING 1
+)
+SELECT (SELECT id FROM project), (SELECT count(*) FROM inserted)
+"""
+
+
+def events_ingest_for_token(*, token: str, events: list[NewEvent]) -> int | None:
+    """Store events for the project `token` names; returns how many were new, or None when the token names no
+    project (nothing is stored). On PostgreSQL the token is looked up in the statement that stores the events."""
+    if connection.vendor != "postgresql" or not events:
+        project_id = project_id_for_api_token(token)
+        return None if project_id is None else events_ingest(project_id=project_id, events=events)
+    unique: dict[uuid.UUID, NewEvent] = {}
+    for event in events:
+        unique.setdefault(event.uuid, event)
+    events = list(unique.values())
+    events_ensure_partitions({month_of(event.timestamp) for event in events})
+    with connection.cursor() as cursor:
+        cursor.execute(_POSTGRESQL_INGEST_FOR_TOKEN, [token, _batch_document(events), timezone.now()])
+        project_id, stored = cursor.fetchone()
+    return None if project_id is None else stored
 
 
 def _batch_document(events: list[NewEvent]) -> str:

@@ -1,7 +1,7 @@
 import uuid
 from functools import cached_property
 
-from django.db.models import Prefetch, QuerySet
+from django.db.models import F, Prefetch, QuerySet
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import exceptions
@@ -13,7 +13,7 @@ from pipelines.destinations import public_config
 from pipelines.filters import BatchExportFilterSet, EventFilterSet, PluginFilterSet
 from pipelines.models import BatchExport, BatchExportBackfill, BatchExportRun, Event, Plugin, PluginConfig
 from pipelines.permissions import PluginsAccessPermission
-from pipelines.selectors import backfills_with_progress, run_log_lines
+from pipelines.selectors import backfills_with_progress, latest_runs_by_export, run_log_lines
 from pipelines.serializers import (
     LATEST_RUNS,
     BatchExportBackfillRangeSerializer,
@@ -55,6 +55,8 @@ PROJECT_ID = OpenApiParameter(
     "project_id", OpenApiTypes.STR, OpenApiParameter.PATH, description="A project id, or `@current`."
 )
 BATCH_EXPORT_ID = OpenApiParameter("batch_export_id", OpenApiTypes.UUID, OpenApiParameter.PATH)
+# What each of an export's latest runs shows, by field name (BatchExportRunSerializer's fields).
+LATEST_RUN_COLUMNS = list(BatchExportRunSerializer.Meta.fields)
 # The project route's operations, whose `project_id` the schema cannot read from the model.
 PROJECT_ACTIONS = ["list", "create", "retrieve", "update", "partial_update", "destroy", "pause", "unpause", "backfill"]
 
@@ -82,6 +84,17 @@ class BatchExportViewSetMixin(ListMixin, CreateMixin, RetrieveMixin, UpdateMixin
             .prefetch_related(Prefetch("runs", queryset=latest_runs, to_attr="prefetched_latest_runs"))
             .order_by("-created_at", "id")
         )
+
+    def list(self, request, *args, **kwargs):
+        """A page of exports read as plain values, with their latest runs in one more query (see
+        `BatchExportSerializer.represent_page`): the same representation as for one export."""
+        columns = BatchExportSerializer.PAGE_COLUMNS
+        exports = self.filter_queryset(self.batch_exports().order_by("-created_at", "id"))
+        same = [name for name, source in columns.items() if name == source]
+        renamed = {name: F(source) for name, source in columns.items() if name != source}
+        page = self.paginate_queryset(exports.values(*same, **renamed))
+        latest_runs = latest_runs_by_export([row["id"] for row in page], count=LATEST_RUNS, columns=LATEST_RUN_COLUMNS)
+        return self.get_paginated_response(self.get_serializer().represent_page(page, latest_runs))
 
     def activity_context(self, instance) -> dict:
         return {"organization_id": self.organization.id, "project_id": instance.project_id}

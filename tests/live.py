@@ -122,7 +122,7 @@ def start_service(
         try:
             requests.get(f"{service.url}/api/", timeout=2)
             return service
-        except requests.ConnectionError:
+        except (requests.ConnectionError, requests.Timeout):  # a busy machine may take longer over its first answer
             if time.monotonic() > deadline:
                 service.stop()
                 raise RuntimeError(f"The service did not answer within 30 s:\n{service.log()}") from None

@@ -12,6 +12,8 @@ import redis
 from django.core.cache.backends.locmem import LocMemCache
 from django.core.cache.backends.redis import RedisCache
 
+from workspace.api.throttling import incr_counters
+
 logger = logging.getLogger(__name__)
 
 # Process-wide, per Redis location: Django builds one cache object per thread, but Redis is down for all of them.
@@ -119,3 +121,23 @@ class FailOpenRedisCache(RedisCache):
 
     def clear(self):
         return self._call("clear")
+
+    def incr_counters(self, timeouts: dict[str, int]) -> dict[str, int]:
+        """Increment counters that expire `timeout` seconds after they are created, creating them at 0 first;
+        returns their new values. All of them in one pipelined round trip to Redis (SET NX EX, then INCR, per
+        counter), or from this process's memory while Redis fails."""
+        if not self._redis_skipped():
+            keys = {key: self.make_and_validate_key(key) for key in timeouts}
+            try:
+                pipeline = self._cache.get_client(write=True).pipeline(transaction=False)
+                for key, timeout in timeouts.items():
+                    pipeline.set(keys[key], 0, ex=timeout, nx=True)
+                    pipeline.incr(keys[key])
+                results = pipeline.execute()
+            except redis.RedisError as error:
+                self._failed(error)
+            else:
+                if _skip_until:
+                    self._recovered()
+                return dict(zip(timeouts, results[1::2], strict=True))
+        return incr_counters(self._fallback, timeouts)

@@ -10,6 +10,7 @@ OperationalError (answered with a 503) and Django opens a new connection for the
 
 import logging
 import os
+import select
 import socket
 import threading
 import time
@@ -128,3 +129,32 @@ def watch_connection(sender, connection, **kwargs) -> None:
         if _watchdog is None:
             _watchdog = ResponseWatchdog(timeout_ms / 1000)
     _watchdog.watch(connection)
+
+
+def drop_dead_connections(sender=None, **kwargs) -> None:
+    """`request_started` receiver: close a kept PostgreSQL connection the server has hung up on, without a query.
+
+    Django's own health check (`CONN_HEALTH_CHECKS`) costs a `SELECT 1` round trip at the start of every request.
+    An idle connection is sent nothing by the server, so when its socket is readable the server has closed it (a
+    restart, an idle timeout, a proxy gone) or is telling why it will: either way it is closed here, and the
+    request's first query opens a new one. A connection that broke during a request (errors_occurred) is still
+    checked by Django with a query before it is reused, and one that stopped answering is the watchdog's.
+    """
+    from django.db import connections
+
+    for wrapper in connections.all(initialized_only=True):
+        raw = wrapper.connection
+        if wrapper.vendor != "postgresql" or raw is None or wrapper.in_atomic_block:
+            continue
+        try:
+            dead = raw.closed or raw.pgconn.status != 0 or _readable(raw.fileno())  # 0: CONNECTION_OK
+        except Exception:  # a descriptor already gone
+            dead = True
+        if dead:
+            wrapper.close()
+
+
+def _readable(fileno: int) -> bool:
+    poller = select.poll()
+    poller.register(fileno, select.POLLIN | select.POLLPRI)
+    return bool(poller.poll(0))

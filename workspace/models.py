@@ -99,7 +99,10 @@ class ActivityLog(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["scope", "item_id"])]
+        indexes = [
+            models.Index(fields=["scope", "item_id"]),
+            models.Index(fields=["organization_id", "-created_at", "-id"], name="activity_list_order"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.scope} {self.item_id} {self.activity}"

@@ -24,8 +24,8 @@ def test_list_query_count_is_flat(warm_client, project, alice, bob, count, djang
         dashboard = DashboardFactory(project=project, created_by=alice, tags=[f"tag {index}", "shared"])
         DashboardCollaboratorFactory(dashboard=dashboard, user=bob)
 
-    # 1. key lookup (+user), 2. project with the caller's membership, 3. COUNT for pagination,
-    # 4. page of dashboards (+creator join, is_shared and caller-is-collaborator subqueries), 5. tags prefetch
+    # 1. key lookup (+user), 2. project with the caller's membership, 3. COUNT for pagination, 4. the page's ids,
+    # 5. those dashboards' values (+creator join; tags, is_shared and caller-is-collaborator subqueries)
     with django_assert_num_queries(5):
         response = warm_client.get(f"/api/projects/{project.pk}/dashboards/")
 

@@ -150,3 +150,22 @@ def test_backfill_of_another_organizations_export_is_not_found(client, organizat
     response = client.post(backfill_url(organization, theirs), body, format="json")
     assert response.status_code == 404
     assert not BatchExportRun.objects.exists()
+
+
+def test_a_list_page_shows_each_export_as_its_own_route_does(client, organization, project, hourly):
+    """The list reads exports and their latest runs in bulk (plain values, one query for every export's runs);
+    each item must still be exactly the export's own representation, ties in `created_at` (a backfill's runs)
+    broken the same way, and an export without runs included."""
+    other = BatchExportFactory(project=project, interval="day", paused=True)
+    BatchExportFactory(project=project, interval="hour")
+    body = {"start_at": "2024-01-01T00:00:00Z", "end_at": "2024-01-02T00:00:00Z"}
+    assert client.post(backfill_url(organization, hourly), body, format="json").status_code == 200
+    BatchExportRunFactory.create_batch(3, batch_export=other)
+    for url in (f"/api/organizations/{organization.id}/batch_exports/", f"/api/projects/{project.id}/batch_exports/"):
+        page = client.get(url)
+        assert page.status_code == 200
+        results = page.json()["results"]
+        assert len(results) == 3
+        assert sorted(len(item["latest_runs"]) for item in results) == [0, 3, 10]
+        for item in results:
+            assert item == client.get(f"{url}{item['id']}/").json()

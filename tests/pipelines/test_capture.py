@@ -121,6 +121,26 @@ class TestBodies:
         assert post(client, "/e/", {"api_key": project.api_token, **event(distinct_id=1234)}).status_code == 200
         assert rows(project) == [("$pageview", "1234")]
 
+    def test_integers_past_64_bits_are_stored_exactly(self, client, project):
+        big = 123456789012345678901234567890
+        body = {"api_key": project.api_token, **event(distinct_id=big, properties={"big": -big, "small": 2**63 - 1})}
+        assert post(client, "/e/", body).status_code == 200
+        stored = Event.objects.get()
+        assert stored.distinct_id == str(big)
+        assert stored.properties == {"big": -big, "small": 2**63 - 1}
+
+    def test_a_number_that_overflows_is_refused_in_the_properties(self, client, project):
+        body = b'{"api_key": "%s", "event": "e", "distinct_id": "u", "properties": {"x": 1e400}}' % (
+            project.api_token.encode()
+        )
+        assert_refused(post(client, "/e/", body), 400, "invalid_input", "properties")
+
+    def test_an_unknown_token_is_a_401_even_with_invalid_events(self, client, project):
+        assert_refused(
+            post(client, "/batch/", {"api_key": "phc_unknown", "batch": [{"event": 3}]}), 401, "authentication_failed"
+        )
+        assert_refused(post(client, "/batch/", {"api_key": "phc_unknown", "batch": []}), 401, "authentication_failed")
+
     def test_a_body_over_the_api_limit_is_accepted(self, client, project):
         # The API refuses bodies over 1 MiB; capture has its own limit.
         properties = {"blob": "x" * 2_000_000}
@@ -396,7 +416,7 @@ class TestHTTP:
         def unavailable(**kwargs):
             raise OperationalError("connection refused")
 
-        monkeypatch.setattr("pipelines.capture.events_ingest", unavailable)
+        monkeypatch.setattr("pipelines.capture.events_ingest_for_token", unavailable)
         response = post(client, "/e/", {"api_key": project.api_token, **event()})
         assert response.status_code == 503
         assert response["Retry-After"] == "5"
@@ -406,7 +426,7 @@ class TestHTTP:
         def broken(**kwargs):
             raise RuntimeError("boom")
 
-        monkeypatch.setattr("pipelines.capture.events_ingest", broken)
+        monkeypatch.setattr("pipelines.capture.events_ingest_for_token", broken)
         response = post(client, "/e/", {"api_key": project.api_token, **event()})
         assert response.status_code == 500
         assert response.json() == {

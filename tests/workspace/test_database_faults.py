@@ -150,3 +150,28 @@ def test_connections_do_not_pile_up(start_live_service, alice, issue_key, server
     while server_connections(name) > limit and time.monotonic() < deadline:
         time.sleep(0.05)
     assert server_connections(name) <= limit
+
+
+def test_a_connection_the_server_ended_is_replaced_before_the_next_request(start_live_service, alice, issue_key):
+    """Kept connections are not checked with a `SELECT 1` per request; one the server has closed while it was idle
+    is noticed from its socket and replaced, so the next request succeeds instead of failing with a 503."""
+    name = "terminated-connection-test"
+    parts = urlsplit(live.test_database_url())
+    service = start_live_service(
+        env={"DATABASE_URL": urlunsplit(parts._replace(query=f"application_name={name}"))}, workers=1, threads=2
+    )
+    headers = {"Authorization": f"Bearer {issue_key(alice, 'organization:read')}"}
+    url = f"{service.url}/api/organizations/"
+    assert service.session.get(url, headers=headers).status_code == 200
+    with psycopg.connect(live.test_database_url(), autocommit=True) as admin:
+        ended = admin.execute(
+            "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s)"
+            " AS terminated",
+            [name],
+        ).fetchone()[0]
+    assert ended >= 1
+    time.sleep(0.2)  # the server's goodbye reaches the service's socket
+    for _ in range(4):
+        response = service.session.get(url, headers=headers)
+        assert response.status_code == 200, response.text
+    assert 1 <= server_connections(name) <= 2

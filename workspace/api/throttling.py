@@ -5,6 +5,23 @@ from rest_framework import exceptions
 from rest_framework.throttling import SimpleRateThrottle
 
 
+def incr_counters(cache, timeouts: dict[str, int]) -> dict[str, int]:
+    """Increment counters (created at 0, expiring `timeout` seconds later); returns their new values. A cache that
+    can do them all in one round trip says so with an `incr_counters` method (workspace.cache.FailOpenRedisCache);
+    any other gets an add then an incr per counter."""
+    if hasattr(cache, "incr_counters"):
+        return cache.incr_counters(timeouts)
+    counts = {}
+    for key, timeout in timeouts.items():
+        cache.add(key, 0, timeout=timeout)
+        try:
+            counts[key] = cache.incr(key)
+        except ValueError:  # the counter expired between add and incr
+            cache.add(key, 1, timeout=timeout)
+            counts[key] = 1
+    return counts
+
+
 class FixedWindowRateThrottle(SimpleRateThrottle):
     """Counts requests per API key (or user) in the shared cache with atomic increments.
 
@@ -32,12 +49,7 @@ class FixedWindowRateThrottle(SimpleRateThrottle):
         return f"{base_key}:{window_start}"
 
     def increment(self, counter_key: str) -> int:
-        self.cache.add(counter_key, 0, timeout=self.duration + 1)
-        try:
-            return self.cache.incr(counter_key)
-        except ValueError:  # the counter expired between add and incr
-            self.cache.add(counter_key, 1, timeout=self.duration + 1)
-            return 1
+        return incr_counters(self.cache, {counter_key: self.duration + 1})[counter_key]
 
     def allow_request(self, request, view):
         if self.rate is None:
@@ -45,7 +57,31 @@ class FixedWindowRateThrottle(SimpleRateThrottle):
         base_key = self.get_cache_key(request, view)
         if base_key is None:
             return True
-        return self.increment(self.window(base_key)) <= self.num_requests
+        counter_key = self.window(base_key)
+        counted = getattr(request, "_rate_counters", None)
+        if counted is None:
+            counted = request._rate_counters = {}
+        if counter_key not in counted:
+            counted.update(self.count_together(request, view, counter_key))
+        return counted[counter_key] <= self.num_requests
+
+    def count_together(self, request, view, counter_key: str) -> dict[str, int]:
+        """Count this request against this throttle's window and those of the view's other fixed-window throttles
+        (burst and sustained) at once: one round trip to the cache for all of them. Each throttle then finds its
+        count among the request's, and counts again only a window it did not find (one that began meanwhile)."""
+        counted = request._rate_counters
+        timeouts = {counter_key: self.duration + 1}
+        for throttle in view.get_throttles() if view is not None else ():
+            if (
+                not isinstance(throttle, FixedWindowRateThrottle)
+                or throttle.rate is None
+                or throttle.cache is not self.cache
+            ):
+                continue
+            base_key = throttle.get_cache_key(request, view)
+            if base_key is not None:
+                timeouts.setdefault(throttle.window(base_key), throttle.duration + 1)
+        return incr_counters(self.cache, {key: timeout for key, timeout in timeouts.items() if key not in counted})
 
     def wait(self):
         return max(self._wait, 1)
