@@ -3,7 +3,7 @@ import uuid
 from collections.abc import Callable
 
 from django.core.validators import RegexValidator
-from django.db.models import QuerySet
+from django.db.models import F, QuerySet
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
@@ -12,7 +12,7 @@ from rest_framework.exceptions import ErrorDetail
 from organizations.models import Domain, Invite, Membership, Organization, Project
 from organizations.tenancy import visible_organizations, visible_projects
 from workspace.api.fields import StrictBooleanField, StrictCharField, StrictEmailField, StrictIntegerChoiceField
-from workspace.api.serializers import ModelSerializer
+from workspace.api.serializers import ModelSerializer, represent_rows
 from workspace.serializers import UserBasicSerializer
 
 MAX_BULK_INVITES = 20
@@ -101,6 +101,26 @@ class MemberSerializer(ModelSerializer):
         model = Membership
         fields = ["id", "user", "level", "joined_at", "updated_at", "is_2fa_enabled", "has_social_auth"]
         read_only_fields = ["id", "user", "joined_at", "updated_at", "is_2fa_enabled", "has_social_auth"]
+
+    @classmethod
+    def page_columns(cls) -> dict:
+        """What a list page reads of each membership, by name: its own columns, and its user's as `user__<name>`."""
+        user_columns = {f"user__{name}": F(f"user__{name}") for name in UserBasicSerializer.Meta.fields}
+        return {
+            "is_2fa_enabled": F("user__is_2fa_enabled"),
+            "has_social_auth": F("user__has_social_auth"),
+            **user_columns,
+        }
+
+    def represent_page(self, rows: list[dict]) -> list[dict]:
+        """A list page from `page_columns` values, as `.data` of the instances would be, without a serializer or
+        model instances per member (see workspace.api.serializers.represent_rows)."""
+        user_serializer = self.fields["user"]
+        names = list(user_serializer.fields)
+        users = represent_rows(user_serializer, [{name: row[f"user__{name}"] for name in names} for row in rows])
+        for row, user in zip(rows, users, strict=True):
+            row["user"] = user
+        return represent_rows(self, rows, ready=frozenset({"user"}))
 
 
 # Named as in the reference API, so that clients generated from it find the same components.

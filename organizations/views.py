@@ -139,6 +139,13 @@ class MemberViewSet(OrganizationScopedViewSet, ListMixin, UpdateMixin, DestroyMi
     def get_queryset(self):
         return self.organization.memberships.select_related("user").order_by("-joined_at", "id")
 
+    def list(self, request, *args, **kwargs):
+        """A page of plain values with each member's public user columns (no password, no model instances)."""
+        memberships = self.filter_queryset(self.organization.memberships.order_by("-joined_at", "id"))
+        columns = MemberSerializer.page_columns()
+        page = self.paginate_queryset(memberships.values("id", "level", "joined_at", "updated_at", **columns))
+        return self.get_paginated_response(self.get_serializer().represent_page(page))
+
     def lookup_value(self, value):
         return self.request.user.uuid if value == "@me" else value
 

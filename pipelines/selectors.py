@@ -53,7 +53,7 @@ def latest_runs_by_export(export_ids: list, *, count: int, columns: list[str]) -
     runs: dict = {export_id: [] for export_id in export_ids}
     if not export_ids:
         return runs
-    names = [_run_column(name) for name in columns]
+    names = [run_column(name) for name in columns]
     if connection.vendor == "postgresql":
         quote = connection.ops.quote_name
         sql = _LATEST_RUNS_POSTGRESQL.format(columns=", ".join(quote(name) for name in names))
@@ -82,5 +82,5 @@ def latest_runs_by_export(export_ids: list, *, count: int, columns: list[str]) -
     return runs
 
 
-def _run_column(name: str) -> str:
+def run_column(name: str) -> str:
     return "batch_export_id" if name == "batch_export" else name

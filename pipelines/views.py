@@ -13,7 +13,7 @@ from pipelines.destinations import public_config
 from pipelines.filters import BatchExportFilterSet, EventFilterSet, PluginFilterSet
 from pipelines.models import BatchExport, BatchExportBackfill, BatchExportRun, Event, Plugin, PluginConfig
 from pipelines.permissions import PluginsAccessPermission
-from pipelines.selectors import backfills_with_progress, latest_runs_by_export, run_log_lines
+from pipelines.selectors import backfills_with_progress, latest_runs_by_export, run_column, run_log_lines
 from pipelines.serializers import (
     LATEST_RUNS,
     BatchExportBackfillRangeSerializer,
@@ -46,6 +46,7 @@ from pipelines.services import (
     plugin_upgrade,
 )
 from workspace.api.pagination import UncountedLimitOffsetPagination
+from workspace.api.serializers import represent_rows
 from workspace.api.viewsets import CreateMixin, DestroyMixin, ListMixin, RetrieveMixin, UpdateMixin
 from workspace.models import ActivityLog
 from workspace.services import secret_mask
@@ -158,8 +159,7 @@ class OrganizationBatchExportViewSet(BatchExportViewSetMixin, OrganizationScoped
     )
     def runs(self, request, *args, **kwargs):
         batch_export = self.get_object()
-        page = self.paginate_queryset(batch_export.runs.order_by(*BatchExportRun.NEWEST_FIRST))
-        return self.get_paginated_response(BatchExportRunSerializer(page, many=True).data)
+        return runs_page_response(self, batch_export.runs.order_by(*BatchExportRun.NEWEST_FIRST))
 
 
 @extend_schema_view(**{name: extend_schema(parameters=[PROJECT_ID]) for name in PROJECT_ACTIONS})
@@ -170,6 +170,16 @@ class ProjectBatchExportViewSet(BatchExportViewSetMixin, ProjectScopedViewSet):
 
     def create_object(self, data):
         return batch_export_create(actor=self.request.user, project=self.project, **data)
+
+
+def runs_page_response(view, runs):
+    """A page of an export's runs read as plain values and represented through BatchExportRunSerializer's fields
+    (workspace.api.serializers.represent_rows): the same items as the serializer gives for instances."""
+    columns = [run_column(name) for name in LATEST_RUN_COLUMNS]
+    page = view.paginate_queryset(runs.values(*columns))
+    for row in page:
+        row["batch_export"] = row.pop("batch_export_id")
+    return view.get_paginated_response(represent_rows(BatchExportRunSerializer(), page))
 
 
 class BatchExportScopedMixin:
@@ -212,6 +222,9 @@ class BatchExportRunViewSet(BatchExportScopedMixin, ProjectScopedViewSet, ListMi
 
     def get_queryset(self):
         return self.batch_export.runs.order_by(*BatchExportRun.NEWEST_FIRST)
+
+    def list(self, request, *args, **kwargs):
+        return runs_page_response(self, self.filter_queryset(self.get_queryset()))
 
     @extend_schema(
         parameters=[PROJECT_ID, BATCH_EXPORT_ID, RUN_ID],
@@ -313,6 +326,16 @@ class PluginViewSet(OrganizationScopedViewSet, ListMixin, CreateMixin, RetrieveM
             .select_related("organization")
             .order_by("name", "id")
         )
+
+    def list(self, request, *args, **kwargs):
+        """A page of plain values represented through the serializer fields, without a serializer or model
+        instance per plugin (see workspace.api.serializers.represent_rows)."""
+        plugins = self.filter_queryset(
+            Plugin.objects.filter(organization=self.organization, collection=self.collection).order_by("name", "id")
+        )
+        columns = [name for name in PluginSerializer.Meta.fields if name != "organization_name"]
+        page = self.paginate_queryset(plugins.values(*columns, organization_name=F("organization__name")))
+        return self.get_paginated_response(represent_rows(self.get_serializer(), page))
 
     def get_save_kwargs(self) -> dict:
         return {"organization": self.organization, "collection": self.collection}
