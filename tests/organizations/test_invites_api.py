@@ -303,3 +303,22 @@ def test_deletion_is_recorded_in_the_activity_log(key_client, organization, alic
     entry = ActivityLog.objects.get(scope="Invite")
     assert (entry.activity, entry.item_id) == ("deleted", str(invite.id))
     assert entry.detail["before"]["target_email"] == invite.target_email
+
+
+def test_the_list_shows_a_creator_or_null_and_whether_each_invite_expired(key_client, organization, alice, settings):
+    """The list reads plain values; a deleted creator is null, and expiry follows the model's rule."""
+    fresh = InviteFactory(organization=organization, created_by=alice, target_email="fresh@example.com")
+    old = InviteFactory(
+        organization=organization,
+        created_by=None,
+        target_email="old@example.com",
+        created_at=timezone.now() - timedelta(days=settings.INVITE_EXPIRY_DAYS, seconds=1),
+    )
+    response = key_client("organization_member:read").get(invites_url(organization))
+    assert response.status_code == 200
+    by_email = {item["target_email"]: item for item in response.json()["results"]}
+    assert by_email["fresh@example.com"]["created_by"]["uuid"] == str(alice.uuid)
+    assert by_email["fresh@example.com"]["is_expired"] is False
+    assert by_email["old@example.com"]["created_by"] is None
+    assert by_email["old@example.com"]["is_expired"] is True
+    assert by_email["old@example.com"]["id"] == str(old.id) and by_email["fresh@example.com"]["id"] == str(fresh.id)
