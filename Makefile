@@ -8,7 +8,7 @@ PORT ?= 8000
 # Links in emails and in what `make run` prints point at the server it starts.
 SITE_URL ?= http://$(HOST):$(PORT)
 
-.PHONY: install run test lint format bench schema fuzz clean
+.PHONY: install run serve test lint format bench schema fuzz clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,11 @@ install: $(STAMP)
 run: install
 	SITE_URL=$(SITE_URL) HOST=$(HOST) PORT=$(PORT) PY=$(PY) scripts/run.sh
 
+# Production: DEBUG off (SECRET_KEY and ALLOWED_HOSTS required), migrations, static files, gunicorn with
+# gunicorn.conf.py on $(HOST):$(PORT) (scripts/serve.sh).
+serve: install
+	HOST=$(HOST) PORT=$(PORT) scripts/serve.sh
+
 test: install
 	$(PY) -m pytest
 
@@ -33,8 +38,11 @@ format: install
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
+# PostgreSQL only: DATABASE_URL names a scratch database that is dropped and recreated (its name must contain
+# "bench"; default postgres://postgres@127.0.0.1:5432/workspace_bench). Flags in BENCH_ARGS, e.g.
+# BENCH_ARGS="--scale 0.1 --duration 3" for a quick run. Not part of `make test`.
 bench: install
-	$(PY) benchmarks/run.py
+	$(PY) benchmarks/run.py $(BENCH_ARGS)
 
 schema: install
 	$(PY) manage.py spectacular --validate --fail-on-warn --file /dev/null

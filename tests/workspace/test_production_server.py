@@ -1,0 +1,144 @@
+"""`make serve` (scripts/serve.sh with gunicorn.conf.py): production settings, through a real gunicorn."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import requests
+
+from tests import live
+from tests.live import ROOT, free_port
+
+SERVE = ROOT / "scripts" / "serve.sh"
+SECRET_KEY = "serve-test-secret-key-0123456789abcdefghijklmnopqrstuvwxyz-0123456789"
+
+
+def environment(**overrides: str) -> dict[str, str]:
+    base = {name: value for name, value in os.environ.items() if not name.startswith(("GUNICORN_", "SECURE_"))}
+    for name in ("SECRET_KEY", "ALLOWED_HOSTS", "DEBUG", "HOST", "PORT"):
+        base.pop(name, None)
+    return {**base, "PY": sys.executable, **overrides}
+
+
+def test_serve_refuses_to_start_without_a_secret_key_or_allowed_hosts():
+    for given, missing in [({}, "SECRET_KEY ALLOWED_HOSTS"), ({"SECRET_KEY": SECRET_KEY}, "ALLOWED_HOSTS")]:
+        result = subprocess.run([str(SERVE)], env=environment(**given), capture_output=True, text=True, timeout=30)
+        assert result.returncode == 2
+        assert f"set {missing} in the environment" in result.stderr
+        assert "DEBUG is off" in result.stderr
+        assert result.stdout == ""  # nothing ran: no migration, no server
+
+
+def gunicorn_config(**overrides: str) -> dict[str, str]:
+    """The settings gunicorn itself reads from gunicorn.conf.py, as `--print-config` shows them."""
+    result = subprocess.run(
+        [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", "--print-config"],
+        cwd=ROOT,
+        env=environment(**overrides),
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    settings = {}
+    for line in result.stdout.splitlines():
+        name, _, value = line.partition(" = ")
+        settings[name.strip()] = value.strip()
+    return settings
+
+
+def test_the_gunicorn_config_sizes_itself_from_the_cores_and_takes_overrides():
+    defaults = gunicorn_config()
+    assert defaults["workers"] == str(len(os.sched_getaffinity(0)))
+    assert defaults["threads"] == "4"
+    assert defaults["worker_class"] == "gthread"
+    assert defaults["bind"] == "['127.0.0.1:8000']"
+    assert defaults["keepalive"] == "75"
+    assert defaults["preload_app"] == "True"
+    assert defaults["accesslog"] == "None"
+    assert defaults["max_requests"] == "10000"
+    assert defaults["max_requests_jitter"] == "1000"
+    assert defaults["worker_tmp_dir"] == "/dev/shm"
+    assert defaults["wsgi_app"] == "workspace.wsgi:application"
+
+    tuned = gunicorn_config(
+        GUNICORN_WORKERS="9", GUNICORN_THREADS="2", HOST="0.0.0.0", PORT="8123", GUNICORN_ACCESS_LOG="-"
+    )
+    assert (tuned["workers"], tuned["threads"], tuned["bind"]) == ("9", "2", "['0.0.0.0:8123']")
+    assert tuned["accesslog"] == "-"
+    assert (
+        gunicorn_config(GUNICORN_BIND="unix:/tmp/a.sock,127.0.0.1:9")["bind"] == "['unix:/tmp/a.sock', '127.0.0.1:9']"
+    )
+
+
+@pytest.fixture
+def served(transactional_db, tmp_path):
+    """scripts/serve.sh on the test database and a free port, as `make serve` runs it; stopped with SIGTERM."""
+    port = free_port()
+    log = open(tmp_path / "serve.log", "wb")  # noqa: SIM115
+    process = subprocess.Popen(
+        [str(SERVE)],
+        cwd=ROOT,
+        env=environment(
+            DATABASE_URL=live.test_database_url(),
+            SECRET_KEY=SECRET_KEY,
+            ALLOWED_HOSTS="127.0.0.1",
+            PORT=str(port),
+            GUNICORN_WORKERS="1",
+            STATIC_ROOT=str(tmp_path / "static"),
+        ),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    while True:
+        assert process.poll() is None, Path(log.name).read_text()
+        try:
+            requests.get(f"{url}/healthz", timeout=2)
+            break
+        except requests.ConnectionError:
+            assert time.monotonic() < deadline, Path(log.name).read_text()
+            time.sleep(0.2)
+    yield url, process, tmp_path
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=40)
+    log.close()
+
+
+def test_make_serve_runs_production_settings_behind_a_tls_proxy(served, alice, issue_key):
+    url, process, tmp_path = served
+    key = issue_key(alice, "user:read")
+    session = requests.Session()
+    session.headers["Authorization"] = f"Bearer {key}"
+
+    # Plain HTTP with DEBUG off: a redirect to HTTPS, the probes excepted.
+    plain = session.get(f"{url}/api/users/@me/", allow_redirects=False)
+    assert plain.status_code == 301
+    assert plain.headers["Location"] == f"https://127.0.0.1:{url.rsplit(':', 1)[1]}/api/users/@me/"
+    assert session.get(f"{url}/healthz", allow_redirects=False).status_code == 200
+
+    # Through a proxy that terminated TLS: served, with HSTS, and the connection is kept alive.
+    behind_proxy = {"X-Forwarded-Proto": "https"}
+    first = session.get(f"{url}/api/users/@me/", headers=behind_proxy)
+    second = session.get(f"{url}/api/users/@me/", headers=behind_proxy)
+    assert first.status_code == second.status_code == 200
+    assert first.json()["email"] == "alice@example.com"
+    assert first.headers["Server"] == "gunicorn"
+    assert first.headers["Strict-Transport-Security"].startswith("max-age=31536000")
+    assert first.headers.get("Connection", "keep-alive").lower() == "keep-alive"
+
+    # collectstatic ran: the admin's static files are served with DEBUG off.
+    assert (tmp_path / "static" / "admin" / "css" / "base.css").exists()
+    static = session.get(f"{url}/static/admin/css/base.css", headers=behind_proxy)
+    assert static.status_code == 200
+    assert "text/css" in static.headers["Content-Type"]
+
+    # A SIGTERM stops it cleanly.
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=40) == 0
