@@ -43,7 +43,7 @@ status=0
   --checks all \
   --max-examples "${FUZZ_MAX_EXAMPLES:-25}" \
   --seed "${FUZZ_SEED:-20261121}" \
-  --workers 2 \
+  --workers 1 \
   --request-timeout 20 \
   --suppress-health-check too_slow,filter_too_much \
   "$@" || status=$?
