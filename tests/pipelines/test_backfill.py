@@ -71,6 +71,8 @@ def test_a_partial_last_interval_is_cut_at_the_end(client, organization, project
         ({"start_at": "2024-01-01T06:00:00Z", "end_at": "2024-01-01T06:00:00Z"}, "end_at"),
         ({"start_at": "2024-01-01T00:00:00Z"}, "end_at"),
         ({"start_at": "not a date", "end_at": "2024-01-01T06:00:00Z"}, "start_at"),
+        # Well formed but impossible: minute 99.
+        ({"start_at": "2024-01-01T00:00:00Z", "end_at": "2024-01-01T12:99:00Z"}, "end_at"),
         ({"start_at": 12, "end_at": "2024-01-01T06:00:00Z"}, "start_at"),
     ],
 )
