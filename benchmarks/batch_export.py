@@ -1,12 +1,20 @@
-"""A backfill of many events to Postgres through the real orchestration: wall time, events/s and worker memory.
+"""A backfill of many events to Postgres or S3 through the real orchestration: wall time, events/s, worker memory.
 
 Stores `--events` events (default 1,000,000) spread over `--hours` hours (default 24) in a new project of the
 database at DATABASE_URL (PostgreSQL; a scratch database: the rows stay), starts Temporal's development server on
 free ports (or uses TEMPORAL_ADDRESS), one worker (`manage.py batch_export_worker`) as a subprocess, and a backfill
-of those hours to a Postgres destination in a scratch schema of the same database. Reports the time from the
-backfill's creation to its end, events/s, the rows that arrived, and the worker's peak resident memory.
+of those hours, one run per hour, to the `--destination`:
+
+- `postgres` (default): a scratch schema of the same database;
+- `s3`: a bucket of moto's standalone S3-compatible server, started by this script on a free port of 127.0.0.1
+  (in memory), in `--file-format` JSONLines (gzip, the default) or Parquet (zstd).
+
+Reports the time from the backfill's creation to its end, events/s, the rows that arrived (read back from the
+table, or from the objects), and the worker's resident memory idle and at its peak. `--project ID` exports the
+events an earlier run stored in that project (its id is printed) instead of storing new ones.
 
     DATABASE_URL=postgres://... .venv/bin/python benchmarks/batch_export.py [--events 1000000] [--hours 24]
+    DATABASE_URL=postgres://... .venv/bin/python benchmarks/batch_export.py --destination s3 --file-format Parquet
 """
 
 import argparse
@@ -67,10 +75,44 @@ def start_temporal() -> tuple[str, subprocess.Popen | None]:
     sys.exit("Temporal's development server did not start")
 
 
+def start_s3() -> tuple[str, object]:
+    """moto's S3-compatible server on a free port of 127.0.0.1, in this process."""
+    import logging
+
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    return f"http://127.0.0.1:{port}", server
+
+
+def s3_rows(client, bucket: str, file_format: str) -> int:
+    """The rows of every object of the bucket."""
+    import gzip
+    import io
+
+    import pyarrow.parquet as pq
+
+    rows = 0
+    for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket):
+        for item in page.get("Contents", []):
+            body = client.get_object(Bucket=bucket, Key=item["Key"])["Body"].read()
+            if file_format == "Parquet":
+                rows += pq.ParquetFile(io.BytesIO(body)).metadata.num_rows
+            else:
+                rows += gzip.decompress(body).count(b"\n")
+    return rows
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--hours", type=int, default=24)
+    parser.add_argument("--destination", choices=["postgres", "s3"], default="postgres")
+    parser.add_argument("--file-format", choices=["JSONLines", "Parquet"], default="JSONLines", help="for s3")
+    parser.add_argument("--project", type=int, help="export the events stored in this project by an earlier run")
     args = parser.parse_args()
     if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
         sys.exit("Set DATABASE_URL to a scratch PostgreSQL database.")
@@ -85,18 +127,26 @@ def main() -> int:
     from django.db import connection, transaction
     from django.utils import timezone
 
+    from organizations.models import Project
     from organizations.services import organization_create
-    from pipelines.models import BatchExportBackfill, BatchExportRun
+    from pipelines.models import BatchExportBackfill, BatchExportRun, Event
     from pipelines.services import NewEvent, batch_export_backfill, batch_export_create, events_ingest
     from workspace.models import User
 
     call_command("migrate", verbosity=0)
     user, _ = User.objects.get_or_create(email="bench-exports@example.com")
-    organization = organization_create(actor=user, name=f"Export benchmark {uuid.uuid4().hex[:6]}")
-    project = organization.projects.get()
-
-    end = (timezone.now() - dt.timedelta(days=1)).replace(minute=0, second=0, microsecond=0)
-    start = end - dt.timedelta(hours=args.hours)
+    if args.project:
+        project = Project.objects.get(pk=args.project)
+        first = Event.objects.filter(project=project).order_by("timestamp").values_list("timestamp", flat=True)[0]
+        start = first.replace(minute=0, second=0, microsecond=0)
+        end = start + dt.timedelta(hours=args.hours)
+        args.events = 0
+        print(f"exporting the events of project {project.pk}, {start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M}")
+    else:
+        organization = organization_create(actor=user, name=f"Export benchmark {uuid.uuid4().hex[:6]}")
+        project = organization.projects.get()
+        end = (timezone.now() - dt.timedelta(days=1)).replace(minute=0, second=0, microsecond=0)
+        start = end - dt.timedelta(hours=args.hours)
     span = (end - start).total_seconds()
     began = time.perf_counter()
     batch = []
@@ -117,21 +167,42 @@ def main() -> int:
             batch = []
     if batch:
         events_ingest(project_id=project.pk, events=batch)
-    print(f"stored {args.events} events in {time.perf_counter() - began:.1f} s")
+    if args.events:
+        print(f"stored {args.events} events in project {project.pk} in {time.perf_counter() - began:.1f} s")
 
     schema = f"bench_export_{uuid.uuid4().hex[:8]}"
-    with connection.cursor() as cursor:
-        cursor.execute(f'CREATE SCHEMA "{schema}"')
-    db = connection.settings_dict
-    config = {
-        "host": db.get("HOST") or "127.0.0.1",
-        "port": int(db.get("PORT") or 5432),
-        "database": db["NAME"],
-        "user": db.get("USER") or "postgres",
-        "password": db.get("PASSWORD") or "unused-with-trust",
-        "schema": schema,
-        "table_name": "events",
-    }
+    s3 = s3_server = None
+    if args.destination == "s3":
+        import boto3
+
+        endpoint_url, s3_server = start_s3()
+        credentials = {"aws_access_key_id": "AKIABENCHMARK0000001", "aws_secret_access_key": "bench-secret"}
+        s3 = boto3.client("s3", endpoint_url=endpoint_url, region_name="us-east-1", **credentials)
+        s3.create_bucket(Bucket=schema.replace("_", "-"))
+        destination_type = "S3"
+        config = {
+            "bucket_name": schema.replace("_", "-"),
+            "region": "us-east-1",
+            "endpoint_url": endpoint_url,
+            "prefix": "events",
+            "file_format": args.file_format,
+            "compression": "gzip" if args.file_format == "JSONLines" else "zstd",
+            **credentials,
+        }
+    else:
+        with connection.cursor() as cursor:
+            cursor.execute(f'CREATE SCHEMA "{schema}"')
+        db = connection.settings_dict
+        destination_type = "Postgres"
+        config = {
+            "host": db.get("HOST") or "127.0.0.1",
+            "port": int(db.get("PORT") or 5432),
+            "database": db["NAME"],
+            "user": db.get("USER") or "postgres",
+            "password": db.get("PASSWORD") or "unused-with-trust",
+            "schema": schema,
+            "table_name": "events",
+        }
 
     address, temporal = start_temporal()
     task_queue = f"batch-exports-bench-{uuid.uuid4().hex[:6]}"
@@ -158,7 +229,7 @@ def main() -> int:
                 actor=user,
                 project=project,
                 name="Benchmark",
-                destination_type="Postgres",
+                destination_type=destination_type,
                 destination_config=config,
                 interval="hour",
                 paused=True,  # only the backfill runs
@@ -176,10 +247,15 @@ def main() -> int:
         statuses = {status: sum(run.status == status for run in runs) for status in {run.status for run in runs}}
         records = sum(run.records_completed or 0 for run in runs)
         exported_bytes = sum(run.bytes_exported or 0 for run in runs)
-        with connection.cursor() as cursor:
-            cursor.execute(f'SELECT count(*) FROM "{schema}"."events"')
-            rows = cursor.fetchone()[0]
-        print(f"backfill {backfill.status}: {len(runs)} runs {statuses}, {records} records, {rows} rows arrived")
+        if s3 is not None:
+            rows = s3_rows(s3, config["bucket_name"], args.file_format)
+            what = f"S3 {args.file_format} {config['compression']}"
+        else:
+            with connection.cursor() as cursor:
+                cursor.execute(f'SELECT count(*) FROM "{schema}"."events"')
+                rows = cursor.fetchone()[0]
+            what = "Postgres"
+        print(f"{what}: backfill {backfill.status}: {len(runs)} runs {statuses}, {records} records, {rows} rows")
         print(f"wall time {wall:.1f} s, {records / wall:,.0f} events/s, {exported_bytes / 1e6:.0f} MB written")
         print(
             f"worker memory: {idle_kib / 1024:.0f} MiB idle, {peak_kib / 1024:.0f} MiB peak "
@@ -191,8 +267,11 @@ def main() -> int:
         if temporal:
             temporal.terminate()
             temporal.wait(timeout=30)
-        with connection.cursor() as cursor:
-            cursor.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        if s3_server is not None:
+            s3_server.stop()
+        else:
+            with connection.cursor() as cursor:
+                cursor.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
     return 0
 
 

@@ -3,7 +3,6 @@
 import gzip
 import io
 import json
-import logging
 import uuid
 
 import boto3
@@ -17,18 +16,6 @@ from tests.live import free_port
 from tests.pipelines.exporters.conftest import make_events
 
 KEY_ID, SECRET = "AKIAEXPORTTESTS00001", "s3-secret-key-do-not-leak-0123456789"
-
-
-@pytest.fixture(scope="module")
-def s3_server():
-    from moto.server import ThreadedMotoServer
-
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # a line per request otherwise
-    port = free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    yield f"http://127.0.0.1:{port}"
-    server.stop()
 
 
 @pytest.fixture
