@@ -3,9 +3,7 @@
 import gzip
 import io
 import json
-import uuid
 
-import boto3
 import brotli
 import pyarrow.parquet as pq
 import pytest
@@ -13,6 +11,7 @@ import pytest
 from pipelines.exporters import DestinationError
 from pipelines.exporters import s3 as s3_exporter
 from tests.live import free_port
+from tests.pipelines.conftest import new_bucket
 from tests.pipelines.exporters.conftest import make_events
 
 KEY_ID, SECRET = "AKIAEXPORTTESTS00001", "s3-secret-key-do-not-leak-0123456789"
@@ -20,20 +19,7 @@ KEY_ID, SECRET = "AKIAEXPORTTESTS00001", "s3-secret-key-do-not-leak-0123456789"
 
 @pytest.fixture
 def bucket(s3_server, allow_private):
-    client = boto3.client(
-        "s3", endpoint_url=s3_server, region_name="us-east-1", aws_access_key_id=KEY_ID, aws_secret_access_key=SECRET
-    )
-    name = f"exports-{uuid.uuid4().hex}"
-    client.create_bucket(Bucket=name)
-    config = {
-        "bucket_name": name,
-        "region": "us-east-1",
-        "aws_access_key_id": KEY_ID,
-        "aws_secret_access_key": SECRET,
-        "endpoint_url": s3_server,
-        "prefix": "exports/events",
-    }
-    return client, config
+    return new_bucket(s3_server, name_prefix="exports", prefix="exports/events", key_id=KEY_ID, secret=SECRET)
 
 
 def objects(client, config) -> dict[str, bytes]:

@@ -8,13 +8,13 @@ import io
 import json
 import uuid
 
-import boto3
 import pyarrow.parquet as pq
 import pytest
 from django.utils import timezone
 
 from pipelines.models import BatchExportRunLog, Event
 from pipelines.temporal.inputs import interval_end
+from tests.pipelines.conftest import new_bucket
 from tests.pipelines.temporal.test_orchestration import (
     HOUR,
     backfill,
@@ -32,20 +32,7 @@ KEY_ID, SECRET = "AKIAEXPORTENDTOEND001", "s3-secret-end-to-end-do-not-leak-0123
 @pytest.fixture
 def bucket(s3_server):
     """A fresh bucket on moto's server, a client that reads it back and the S3 destination config for it."""
-    client = boto3.client(
-        "s3", endpoint_url=s3_server, region_name="us-east-1", aws_access_key_id=KEY_ID, aws_secret_access_key=SECRET
-    )
-    name = f"e2e-{uuid.uuid4().hex}"
-    client.create_bucket(Bucket=name)
-    config = {
-        "bucket_name": name,
-        "region": "us-east-1",
-        "aws_access_key_id": KEY_ID,
-        "aws_secret_access_key": SECRET,
-        "endpoint_url": s3_server,
-        "prefix": "events",
-    }
-    return client, config
+    return new_bucket(s3_server, name_prefix="e2e", prefix="events", key_id=KEY_ID, secret=SECRET)
 
 
 def objects(client, bucket_name: str) -> dict[str, bytes]:
