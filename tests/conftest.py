@@ -6,8 +6,8 @@ through the service and returns an APIClient that sends it.
 """
 
 import pytest
-from django.conf import settings
 from django.core.cache import cache
+from django.db import connection
 from django.test import Client
 from rest_framework.test import APIClient
 
@@ -21,7 +21,7 @@ from tests.workspace.factories import UserFactory
 def pytest_collection_modifyitems(config, items):
     """Skip `requires_postgres` tests unless the database is PostgreSQL: they need its row locks and its
     concurrent writers, which SQLite (one writer at a time) cannot show."""
-    if settings.DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    if connection.vendor == "postgresql":
         return
     skip = pytest.mark.skip(reason="needs PostgreSQL: set DATABASE_URL=postgres://...")
     for item in items:

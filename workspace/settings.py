@@ -120,6 +120,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / "test.sqlite3")}
     DATA_DIR.mkdir(parents=True, exist_ok=True)
 else:
+    # Django's PostgreSQL backend with psycopg's C loader for date-times (workspace/postgresql/base.py).
+    DATABASES["default"]["ENGINE"] = "workspace.postgresql"
     # A database that is down or stuck must cost a request a bounded time, then a 503 (workspace/api/exceptions.py),
     # never a hang: libpq gives up connecting after DATABASE_CONNECT_TIMEOUT seconds (2 at least), the server ends
     # statements after DATABASE_STATEMENT_TIMEOUT_MS, keepalives notice a peer that vanished while a connection was
