@@ -126,13 +126,14 @@ class BatchExportSerializer(ModelSerializer):
     def represent_page(self, rows: list[dict], latest_runs: dict) -> list[dict]:
         """A list page from `PAGE_COLUMNS` values and `{export id: [run values]}`, as `.data` of the instances
         would be, without a serializer per export and per run (see workspace.api.serializers.represent_rows)."""
-        destination = self.fields["destination"]
-        run_serializer = BatchExportRunSerializer()
-        for row in rows:
-            row["destination"] = represent_rows(
-                destination, [{"type": row["destination_type"], "config": row["destination_config"]}]
-            )[0]
-            row["latest_runs"] = represent_rows(run_serializer, latest_runs[row["id"]])
+        destinations = represent_rows(
+            self.fields["destination"],
+            [{"type": row["destination_type"], "config": row["destination_config"]} for row in rows],
+        )
+        runs = iter(represent_rows(BatchExportRunSerializer(), [run for row in rows for run in latest_runs[row["id"]]]))
+        for row, destination in zip(rows, destinations, strict=True):
+            row["destination"] = destination
+            row["latest_runs"] = [next(runs) for _ in latest_runs[row["id"]]]
         return represent_rows(self, rows, ready=frozenset({"destination", "latest_runs"}))
 
     def validate(self, attrs):
