@@ -23,14 +23,20 @@ from rest_framework.utils.encoders import JSONEncoder
 _OPTIONS = orjson.OPT_UTC_Z
 _LINE_SEPARATORS = (b"\xe2\x80\xa8", b"\xe2\x80\xa9")  # U+2028 and U+2029 in UTF-8
 # Where a float may be spelled otherwise than Python spells it: orjson writes `1e20`, `1.5e-7` and `0.00001` where
-# Python writes `1e+20`, `1.5e-07` and `1e-05`. A candidate counts when it is a number token, right after `:`, `,`
-# or `[` (orjson writes no spaces): an exponent after a digit, or `0.0000`; text that merely looks like one (a
-# UUID's `4e5f`) does not. One scan in C: a page holds thousands of UUIDs' `e`s.
-_FLOAT_SPELLED_OTHERWISE = re.compile(rb"[:,\[][-.\d]*(?:\de[-\d]|0\.0000)")
+# Python writes `1e+20`, `1.5e-07` and `1e-05`: an exponent after a digit, or `0.0000`, in a number token; text in
+# a string that merely looks like one (a UUID's `4e5f`) does not count.
+_FLOAT_CANDIDATE = re.compile(rb"\de[-\d]|0\.0000")
+# The same, for output that may hold quotes inside strings: a number token, right after `:`, `,` or `[` (orjson
+# writes no spaces).
+_FLOAT_TOKEN_CANDIDATE = re.compile(rb"[:,\[][-.\d]*(?:\de[-\d]|0\.0000)")
 
 
 def _floats_spelled_otherwise(output: bytes) -> bool:
-    return _FLOAT_SPELLED_OTHERWISE.search(output) is not None
+    if b'\\"' in output:
+        return _FLOAT_TOKEN_CANDIDATE.search(output) is not None
+    # With no quote inside a string, every other piece between quotes is a string; the rest holds only structure,
+    # numbers and literals. Leaving the strings out first is twice as fast as one scan of a page full of UUIDs.
+    return _FLOAT_CANDIDATE.search(b"".join(output.split(b'"')[::2])) is not None
 
 
 class JSONRenderer(renderers.JSONRenderer):
