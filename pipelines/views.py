@@ -464,3 +464,13 @@ class EventViewSet(ProjectScopedViewSet, ListMixin):
 
     def get_queryset(self):
         return Event.objects.filter(project=self.project).order_by(*Event.NEWEST_FIRST)
+
+    def list(self, request, *args, **kwargs):
+        """A page of plain values represented through the serializer fields, without a serializer or model
+        instance per event (see workspace.api.serializers.represent_rows)."""
+        events = self.filter_queryset(self.get_queryset())
+        columns = ["uuid" if name == "id" else name for name in EventSerializer.Meta.fields]
+        page = self.paginate_queryset(events.values(*columns))
+        for row in page:
+            row["id"] = row.pop("uuid")  # the model's own `id` only orders events; the API's is the uuid
+        return self.get_paginated_response(represent_rows(self.get_serializer(), page))
