@@ -20,6 +20,10 @@ class BatchExport(models.Model):
         WEEK = "week"
         EVERY_5_MINUTES = "every 5 minutes"
 
+    class Model(models.TextChoices):
+        # The reference API also exports persons, which this service does not hold (pipelines.serializers).
+        EVENTS = "events"
+
     class DestinationType(models.TextChoices):
         S3 = "S3"
         SNOWFLAKE = "Snowflake"
@@ -32,6 +36,7 @@ class BatchExport(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     project = models.ForeignKey("organizations.Project", on_delete=models.CASCADE, related_name="batch_exports")
     name = models.CharField(max_length=200)
+    model = models.CharField(max_length=64, choices=Model.choices, default=Model.EVENTS)
     destination_type = models.CharField(max_length=64, choices=DestinationType.choices)
     destination_config = models.JSONField(default=dict, blank=True)
     interval = models.CharField(max_length=64, choices=Interval.choices)

@@ -1,6 +1,7 @@
 import json
 
 import pytest
+from django.core.exceptions import ValidationError
 
 from pipelines.destinations import SECRET_KEYS
 from pipelines.models import BatchExport
@@ -194,6 +195,38 @@ class TestCreate:
         assert response.json()["hogql_query"] == query
         assert BatchExport.objects.get().hogql_query == query
 
+    @pytest.mark.parametrize("model", ["events", "", None, "missing"])
+    def test_model_is_events_when_given_blank_null_or_missing(self, client, organization, project, model):
+        body = new_export("NoOp") if model == "missing" else new_export("NoOp", model=model)
+        response = client.post(exports_url(organization), body, format="json")
+        assert response.status_code == 201, response.content
+        assert response.json()["model"] == "events"
+        assert BatchExport.objects.get().model == "events"
+
+    @pytest.mark.parametrize(
+        ("model", "code"), [("persons", "unsupported"), ("sessions", "invalid_choice"), (1, "invalid_choice")]
+    )
+    def test_model_other_than_events_is_refused_and_nothing_stored(self, client, organization, project, model, code):
+        response = client.post(exports_url(organization), new_export("NoOp", model=model), format="json")
+        assert response.status_code == 400
+        assert response.json()["attr"] == "model"
+        assert response.json()["code"] == code
+        assert not BatchExport.objects.exists()
+
+    def test_model_cannot_be_changed_to_persons(self, client, organization, project):
+        export = BatchExportFactory(project=project)
+        response = client.patch(export_url(organization, export), {"model": "persons"}, format="json")
+        assert response.status_code == 400
+        assert response.json()["attr"] == "model"
+        export.refresh_from_db()
+        assert export.model == "events"
+
+    def test_the_model_refuses_anything_but_events_for_every_writer(self, project):
+        export = BatchExportFactory.build(project=project, model="persons")
+        with pytest.raises(ValidationError) as error:
+            export.full_clean()
+        assert error.value.error_dict["model"][0].code == "invalid_choice"
+
     def test_create_paused_stamps_last_paused_at(self, client, organization, project):
         response = client.post(exports_url(organization), new_export("NoOp", paused=True), format="json")
         assert response.status_code == 201
@@ -211,6 +244,7 @@ class TestReadAndList:
             "id": str(export.id),
             "team_id": project.id,
             "name": "Nightly",
+            "model": "events",
             "destination": {
                 "type": "S3",
                 "config": {
