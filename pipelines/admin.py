@@ -21,7 +21,14 @@ from pipelines.models import (
     PluginSourceFile,
 )
 from pipelines.serializers import secret_config_keys
-from pipelines.services import batch_export_pause, batch_export_unpause, batch_export_update, plugin_delete
+from pipelines.services import (
+    batch_export_create,
+    batch_export_delete,
+    batch_export_pause,
+    batch_export_unpause,
+    batch_export_update,
+    plugin_delete,
+)
 from workspace.admin import RecordedInlineMixin, RecordedModelAdmin
 from workspace.services import mask_secrets
 
@@ -102,8 +109,17 @@ class BatchExportAdmin(RecordedModelAdmin):
         state["destination_config"] = mask_secrets(state["destination_config"], SECRET_KEYS)
         return state
 
+    def create_object(self, request, obj, form):
+        # Through the service, so that the export's schedule is created once the transaction commits.
+        fields = {name: value for name, value in form.cleaned_data.items() if name != "project"}
+        return batch_export_create(actor=request.user, project=form.cleaned_data["project"], **fields)
+
     def update_object(self, request, obj, changes):
         return batch_export_update(actor=request.user, batch_export=obj, **changes)
+
+    def delete_object(self, request, obj):
+        # Through the service, so that the export's schedule is deleted once the transaction commits.
+        batch_export_delete(actor=request.user, batch_export=obj)
 
     @admin.action(description="Pause the selected batch exports")
     def pause(self, request, queryset):

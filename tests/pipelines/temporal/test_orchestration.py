@@ -9,6 +9,7 @@ import uuid
 
 import pytest
 from django.core.management import call_command
+from django.test import Client
 from django.utils import timezone
 from temporalio.client import WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
@@ -19,6 +20,7 @@ from pipelines.temporal.client import call
 from pipelines.temporal.inputs import interval_end
 from pipelines.temporal.schedules import DesiredSchedule, upsert_schedule
 from tests.pipelines.temporal.conftest import wait_until
+from tests.workspace.factories import UserFactory
 
 HOUR = dt.timedelta(hours=1)
 
@@ -223,6 +225,33 @@ def test_the_schedule_follows_create_pause_unpause_update_and_delete(temporal, a
     assert (spec.intervals[0].every, spec.end_at) == (dt.timedelta(days=1), end_at)
 
     assert api_client.delete(export_url(project, export.pk)).status_code == 204
+    with pytest.raises(RPCError) as error:
+        describe_schedule(export.pk)
+    assert error.value.status == RPCStatusCode.NOT_FOUND
+
+
+def test_admin_creates_and_deletes_the_schedule_as_the_api_does(temporal, project):
+    admin = Client()
+    admin.force_login(UserFactory(is_staff=True, is_superuser=True))
+    form = {
+        "project": project.pk,
+        "name": "Made in admin",
+        "model": "events",
+        "destination_type": "NoOp",
+        "destination_config": "{}",
+        "interval": "day",
+        "hogql_query": "",
+        "schema": "null",
+        "runs-TOTAL_FORMS": "0",
+        "runs-INITIAL_FORMS": "0",
+    }
+    response = admin.post("/admin/pipelines/batchexport/add/", form)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    export = BatchExport.objects.get(name="Made in admin")
+    assert describe_schedule(export.pk).schedule.spec.intervals[0].every == dt.timedelta(days=1)
+
+    assert admin.post(f"/admin/pipelines/batchexport/{export.pk}/delete/", {"post": "yes"}).status_code == 302
+    assert not BatchExport.objects.filter(pk=export.pk).exists()
     with pytest.raises(RPCError) as error:
         describe_schedule(export.pk)
     assert error.value.status == RPCStatusCode.NOT_FOUND
