@@ -363,13 +363,25 @@ LOGGING = {
     "loggers": {"django": {"handlers": [], "level": "INFO", "propagate": True}},
 }
 
+
+def proxy_ssl_header(value: str) -> tuple[str, str] | None:
+    """`SECURE_PROXY_SSL_HEADER` from `Header-Name: value` (the header the proxy sets on HTTPS requests); `off`: none,
+    for a service that is reached without a proxy."""
+    if value.strip().lower() in ("off", "none", "false"):
+        return None
+    name, separator, expected = value.partition(":")
+    if not separator or not name.strip() or not expected.strip():
+        raise ImproperlyConfigured(f"SECURE_PROXY_SSL_HEADER must read 'Header-Name: value' or 'off', not {value!r}.")
+    return "HTTP_" + name.strip().upper().replace("-", "_"), expected.strip()
+
+
 if not DEBUG:
-    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_PROXY_SSL_HEADER = proxy_ssl_header(os.environ.get("SECURE_PROXY_SSL_HEADER") or "X-Forwarded-Proto: https")
     SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
     # Probes call these over plain HTTP inside the network, and most count a redirect as success.
     SECURE_REDIRECT_EXEMPT = [r"^healthz/?$", r"^readyz/?$"]
     SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31536000)
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = True
-    SESSION_COOKIE_SECURE = True
-    CSRF_COOKIE_SECURE = True
+    SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", True)
+    CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", True)
