@@ -107,18 +107,18 @@ CREATOR_COLUMNS = [
 ]
 
 
-def dashboard_page_rows(ids: list[int], *, user) -> list[dict]:
-    """The dashboards of a page (ids in page order) as plain values, in one query: their columns, their creator's
-    public columns (`creator__<column>`), `tags` in tag order, `is_shared` and `caller_is_collaborator`."""
-    rows = (
-        Dashboard.objects.filter(pk__in=ids)
+def dashboard_page_rows(page: QuerySet, *, user) -> QuerySet:
+    """The dashboards of a page (`page`: a subquery of their ids) as plain values: their columns, their creator's
+    public columns (`creator__<column>`), `tags` in tag order (decode them with `names_list`), `is_shared` and
+    `caller_is_collaborator`."""
+    return (
+        Dashboard.objects.filter(pk__in=page)
         .annotate(
             is_shared=Exists(SharingConfiguration.objects.filter(dashboard=OuterRef("pk"), enabled=True)),
             caller_is_collaborator=Exists(DashboardCollaborator.objects.filter(dashboard=OuterRef("pk"), user=user)),
             tags=NamesSubquery(DashboardTag.objects.filter(dashboard=OuterRef("pk")).order_by("id").values("name")),
             **{f"creator__{column}": F(f"created_by__{column}") for column in CREATOR_COLUMNS},
         )
-        .order_by()
         .values(
             *DASHBOARD_PAGE_COLUMNS,
             "is_shared",
@@ -127,8 +127,3 @@ def dashboard_page_rows(ids: list[int], *, user) -> list[dict]:
             *(f"creator__{column}" for column in CREATOR_COLUMNS),
         )
     )
-    by_id = {row["id"]: row for row in rows}
-    page = [by_id[dashboard_id] for dashboard_id in ids if dashboard_id in by_id]
-    for row in page:
-        row["tags"] = names_list(row["tags"])
-    return page

@@ -1,3 +1,5 @@
+from types import SimpleNamespace
+
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail
@@ -14,7 +16,7 @@ from dashboards.models import (
     Text,
 )
 from dashboards.permissions import can_edit
-from dashboards.selectors import shown_tiles
+from dashboards.selectors import names_list, shown_tiles
 from dashboards.services import clean_tags
 from dashboards.template_library import TemplateError, bundled_templates, validate_layouts, validate_template
 from organizations.models import Membership
@@ -220,18 +222,24 @@ class DashboardBasicSerializer(ModelSerializer):
         without a serializer or model instances per dashboard (see workspace.api.serializers.represent_rows)."""
         creator_serializer = self.fields["created_by"]
         creator_columns = [(f"creator__{name}", name) for name in creator_serializer.fields]
-        creators = {}
+        creator_rows = {}
         for row in rows:
             creator_id = row["created_by_id"]
-            if creator_id is not None and creator_id not in creators:
-                creators[creator_id] = represent_rows(
-                    creator_serializer, [{name: row[column] for column, name in creator_columns}]
-                )[0]
+            if creator_id is not None and creator_id not in creator_rows:
+                creator_rows[creator_id] = {name: row[column] for column, name in creator_columns}
+        creators = dict(zip(creator_rows, represent_rows(creator_serializer, creator_rows.values()), strict=True))
+        for row in rows:
+            creator_id = row["created_by_id"]
             row["created_by"] = creators.get(creator_id)
+            row["tags"] = names_list(row["tags"])
             row["effective_restriction_level"] = row["restriction_level"]
             # The rule of can_edit, on a stand-in holding what it reads.
-            stand_in = Dashboard(id=row["id"], restriction_level=row["restriction_level"], created_by_id=creator_id)
-            stand_in.caller_is_collaborator = row["caller_is_collaborator"]
+            stand_in = SimpleNamespace(
+                pk=row["id"],
+                restriction_level=row["restriction_level"],
+                created_by_id=creator_id,
+                caller_is_collaborator=row["caller_is_collaborator"],
+            )
             row["effective_privilege_level"] = self.get_effective_privilege_level(stand_in)
         return represent_rows(self, rows, ready=frozenset({"created_by", "effective_privilege_level"}))
 

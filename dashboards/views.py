@@ -130,11 +130,16 @@ class DashboardViewSet(
         return DashboardSerializer
 
     def list(self, request, *args, **kwargs):
-        """A page's ids first, off the list's index (`dashboard_list_order`), then those dashboards as plain values
-        with their creator, tags and sharing state in one query (dashboards.selectors.dashboard_page_rows)."""
+        """One query: the page's ids off the list's index (`dashboard_list_order`) in a subquery, those dashboards
+        as plain values with their creator, tags and sharing state (dashboards.selectors.dashboard_page_rows), and
+        the count (LimitOffsetPagination.paginate_rows)."""
         dashboards = self.filter_queryset(Dashboard.objects.filter(project=self.project, deleted=False))
-        ids = self.paginate_queryset(dashboards.order_by("-pinned", "name", "id").values_list("id", flat=True))
-        rows = dashboard_page_rows(list(ids), user=request.user)
+        rows = self.paginator.paginate_rows(
+            dashboards.order_by("-pinned", "name", "id"),
+            request,
+            lambda page: dashboard_page_rows(page, user=request.user),
+            view=self,
+        )
         return self.get_paginated_response(self.get_serializer().represent_page(rows))
 
     def refetch(self, instance):

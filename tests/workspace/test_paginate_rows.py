@@ -1,0 +1,71 @@
+"""LimitOffsetPagination.paginate_rows: the page and its count in one query give what paginate_queryset gives
+(the same rows in the same order, count, links and errors), past the end of the list and under filters too."""
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from tests.dashboards.factories import DashboardFactory
+
+
+def dashboards_url(project) -> str:
+    return f"/api/projects/{project.id}/dashboards/"
+
+
+@pytest.fixture
+def five(project, alice):
+    names = ["e", "b", "d", "a", "c"]
+    return [DashboardFactory(project=project, name=name, pinned=name == "d") for name in names]
+
+
+@pytest.mark.parametrize(
+    "params,count,names,has_next,has_previous",
+    [
+        ({}, 5, ["d", "a", "b", "c", "e"], False, False),
+        ({"limit": 2}, 5, ["d", "a"], True, False),
+        ({"limit": 2, "offset": 2}, 5, ["b", "c"], True, True),
+        ({"limit": 2, "offset": 4}, 5, ["e"], False, True),
+        ({"limit": 2, "offset": 5}, 5, [], False, True),
+        ({"limit": 2, "offset": 50}, 5, [], False, True),
+        ({"search": "zzz"}, 0, [], False, False),
+        ({"search": "zzz", "offset": 3}, 0, [], False, True),
+        ({"pinned": "false", "limit": 3, "offset": 1}, 4, ["b", "c", "e"], False, True),
+    ],
+)
+def test_pages_count_and_links(key_client, project, five, params, count, names, has_next, has_previous):
+    body = key_client("dashboard:read").get(dashboards_url(project), params).json()
+
+    assert body["count"] == count
+    assert [row["name"] for row in body["results"]] == names
+    assert (body["next"] is not None) == has_next
+    assert (body["previous"] is not None) == has_previous
+
+
+def test_a_page_past_the_end_counts_in_a_query_of_its_own(key_client, project, five):
+    client = key_client("dashboard:read")
+    client.get(dashboards_url(project))  # the key's first use records it
+    with CaptureQueriesContext(connection) as within:
+        client.get(dashboards_url(project), {"offset": 1})
+    with CaptureQueriesContext(connection) as past:
+        client.get(dashboards_url(project), {"offset": 10})
+
+    assert len(past.captured_queries) == len(within.captured_queries) + 1
+    assert "COUNT(*)" in past.captured_queries[-1]["sql"].upper()
+
+
+@pytest.mark.parametrize("params", [{"limit": "-1"}, {"offset": "x"}])
+def test_bad_parameters_are_a_400(key_client, project, five, params):
+    response = key_client("dashboard:read").get(dashboards_url(project), params)
+
+    assert response.status_code == 400
+    assert response.json()["code"] == "invalid_input"
+
+
+def test_other_projects_rows_are_neither_shown_nor_counted(key_client, project, other_project, five):
+    DashboardFactory.create_batch(3, project=other_project)
+    DashboardFactory(project=project, deleted=True)
+
+    body = key_client("dashboard:read").get(dashboards_url(project), {"limit": 10}).json()
+
+    assert body["count"] == 5
+    assert {row["id"] for row in body["results"]} == {dashboard.id for dashboard in five}
