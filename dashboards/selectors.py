@@ -3,7 +3,7 @@ queries whatever the number of tiles, and the dashboard a public link shows."""
 
 import json
 
-from django.db.models import Exists, F, OuterRef, Prefetch, QuerySet, Subquery
+from django.db.models import Exists, OuterRef, Prefetch, QuerySet, Subquery
 
 from dashboards.models import (
     Dashboard,
@@ -109,7 +109,7 @@ CREATOR_COLUMNS = [
 
 def dashboard_page_rows(page: QuerySet, *, user) -> QuerySet:
     """The dashboards of a page (`page`: a subquery of their ids) as plain values: their columns, their creator's
-    public columns (`creator__<column>`), `tags` in tag order (decode them with `names_list`), `is_shared` and
+    public columns (`created_by__<column>`), `tags` in tag order (decode them with `names_list`), `is_shared` and
     `caller_is_collaborator`."""
     return (
         Dashboard.objects.filter(pk__in=page)
@@ -117,13 +117,44 @@ def dashboard_page_rows(page: QuerySet, *, user) -> QuerySet:
             is_shared=Exists(SharingConfiguration.objects.filter(dashboard=OuterRef("pk"), enabled=True)),
             caller_is_collaborator=Exists(DashboardCollaborator.objects.filter(dashboard=OuterRef("pk"), user=user)),
             tags=NamesSubquery(DashboardTag.objects.filter(dashboard=OuterRef("pk")).order_by("id").values("name")),
-            **{f"creator__{column}": F(f"created_by__{column}") for column in CREATOR_COLUMNS},
         )
         .values(
             *DASHBOARD_PAGE_COLUMNS,
             "is_shared",
             "caller_is_collaborator",
             "tags",
-            *(f"creator__{column}" for column in CREATOR_COLUMNS),
+            *(f"created_by__{column}" for column in CREATOR_COLUMNS),
         )
+    )
+
+
+# What a list page shows of each insight besides its users, tags and dashboards (InsightSerializer).
+INSIGHT_PAGE_COLUMNS = [
+    "id",
+    "short_id",
+    "name",
+    "derived_name",
+    "description",
+    "query",
+    "filters",
+    "created_at",
+    "created_by_id",
+    "last_modified_at",
+    "last_modified_by_id",
+    "deleted",
+]
+
+
+def insight_page_rows(page: QuerySet) -> QuerySet:
+    """The insights of a page (`page`: a subquery of their ids) as plain values, in one query: their columns, their
+    creator's and last modifier's public columns (`created_by__<column>`, `last_modified_by__<column>`), and
+    `tag_names` in tag order and `dashboard_ids` as `live_tiles` gives them (decode both with `names_list`)."""
+    users = [f"{user}__{column}" for user in ("created_by", "last_modified_by") for column in CREATOR_COLUMNS]
+    return (
+        Insight.objects.filter(pk__in=page)
+        .annotate(
+            tag_names=NamesSubquery(InsightTag.objects.filter(insight=OuterRef("pk")).order_by("id").values("name")),
+            dashboard_ids=NamesSubquery(live_tiles().filter(insight=OuterRef("pk")).values("dashboard_id")),
+        )
+        .values(*INSIGHT_PAGE_COLUMNS, "tag_names", "dashboard_ids", *users)
     )

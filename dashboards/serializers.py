@@ -102,6 +102,18 @@ class InsightSerializer(ModelSerializer):
         ]
         read_only_fields = ["id", "short_id", "created_at", "created_by", "last_modified_at", "last_modified_by"]
 
+    def represent_page(self, rows: list[dict]) -> list[dict]:
+        """A list page from `dashboards.selectors.insight_page_rows`, as `.data` of the instances would be, without
+        a serializer or model instances per insight (see workspace.api.serializers.represent_rows)."""
+        users = represent_users(self.fields["created_by"], rows, ("created_by", "last_modified_by"))
+        for row in rows:
+            row["created_by"] = users.get(row["created_by_id"])
+            row["last_modified_by"] = users.get(row["last_modified_by_id"])
+            row["tags"] = names_list(row["tag_names"])
+            row["dashboards"] = names_list(row["dashboard_ids"])
+            row["updated_at"] = row["last_modified_at"]
+        return represent_rows(self, rows, ready=frozenset({"created_by", "last_modified_by", "tags", "dashboards"}))
+
     def validate_tags(self, value: list[str]) -> list[str]:
         return clean_tags(value)
 
@@ -124,6 +136,19 @@ class InsightSerializer(ModelSerializer):
             # A new insight is never deleted; on create the field is ignored like a read-only one.
             attrs.pop("deleted", None)
         return attrs
+
+
+def represent_users(serializer: UserBasicSerializer, rows: list[dict], users: tuple[str, ...]) -> dict[int, dict]:
+    """The users that `rows` name, each represented once by `serializer`, by id: for each name in `users`, a row
+    holds the user's id as `<name>_id` and the user's columns as `<name>__<field>` (None for no user)."""
+    names = list(serializer.fields)
+    found = {}
+    for row in rows:
+        for user in users:
+            user_id = row[f"{user}_id"]
+            if user_id is not None and user_id not in found:
+                found[user_id] = {name: row[f"{user}__{name}"] for name in names}
+    return dict(zip(found, represent_rows(serializer, found.values()), strict=True))
 
 
 class TextSerializer(ModelSerializer):
@@ -220,14 +245,7 @@ class DashboardBasicSerializer(ModelSerializer):
     def represent_page(self, rows: list[dict]) -> list[dict]:
         """A list page from `dashboards.selectors.dashboard_page_rows`, as `.data` of the instances would be,
         without a serializer or model instances per dashboard (see workspace.api.serializers.represent_rows)."""
-        creator_serializer = self.fields["created_by"]
-        creator_columns = [(f"creator__{name}", name) for name in creator_serializer.fields]
-        creator_rows = {}
-        for row in rows:
-            creator_id = row["created_by_id"]
-            if creator_id is not None and creator_id not in creator_rows:
-                creator_rows[creator_id] = {name: row[column] for column, name in creator_columns}
-        creators = dict(zip(creator_rows, represent_rows(creator_serializer, creator_rows.values()), strict=True))
+        creators = represent_users(self.fields["created_by"], rows, ("created_by",))
         for row in rows:
             creator_id = row["created_by_id"]
             row["created_by"] = creators.get(creator_id)

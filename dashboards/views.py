@@ -15,7 +15,13 @@ from dashboards.permissions import (
     CanManageCollaborators,
     requested_dashboard_ids,
 )
-from dashboards.selectors import dashboard_page_rows, dashboard_tags_prefetch, insights_for_response, tiles_prefetch
+from dashboards.selectors import (
+    dashboard_page_rows,
+    dashboard_tags_prefetch,
+    insight_page_rows,
+    insights_for_response,
+    tiles_prefetch,
+)
 from dashboards.serializers import (
     DashboardBasicSerializer,
     DashboardCollaboratorSerializer,
@@ -316,6 +322,16 @@ class InsightViewSet(SoftDeleteOnlyMixin, ProjectScopedViewSet, ListMixin, Creat
         if self.action not in ("partial_update", "update"):
             queryset = queryset.filter(deleted=False)
         return queryset.order_by("-last_modified_at", "id")
+
+    def list(self, request, *args, **kwargs):
+        """One query: the page's ids off the list's index (`insight_list_order`) in a subquery, those insights as
+        plain values with their users, tags and dashboards (dashboards.selectors.insight_page_rows), and the
+        count (LimitOffsetPagination.paginate_rows)."""
+        insights = self.filter_queryset(Insight.objects.filter(project=self.project, deleted=False))
+        rows = self.paginator.paginate_rows(
+            insights.order_by("-last_modified_at", "id"), request, insight_page_rows, view=self
+        )
+        return self.get_paginated_response(self.get_serializer().represent_page(rows))
 
     def lock_for_write(self):
         super().lock_for_write()

@@ -1,0 +1,58 @@
+"""The dashboards and insights lists read plain rows (dashboards.selectors): each item is what the serializer gives
+for the same object, as its detail shows it."""
+
+from dashboards.models import RestrictionLevel
+from tests.dashboards.factories import (
+    DashboardCollaboratorFactory,
+    DashboardFactory,
+    DashboardTileFactory,
+    InsightFactory,
+    SharingConfigurationFactory,
+)
+
+
+def test_each_insight_of_the_list_is_its_detail(key_client, project, alice, bob):
+    shown, other, gone, removed = DashboardFactory.create_batch(4, project=project, created_by=alice)
+    gone.deleted = True
+    gone.save()
+    full = InsightFactory(
+        project=project, created_by=alice, last_modified_by=bob, tags=["z", "a", "m"], filters={"x": [1, 2.5]}
+    )
+    for dashboard in (other, shown, gone):
+        DashboardTileFactory(dashboard=dashboard, insight=full)
+    DashboardTileFactory(dashboard=removed, insight=full, deleted=True)
+    bare = InsightFactory(project=project, created_by=None, last_modified_by=None, query=None, derived_name="d")
+    InsightFactory(project=project, deleted=True)
+    client = key_client("insight:read")
+
+    items = client.get(f"/api/projects/{project.id}/insights/").json()["results"]
+
+    assert [item["id"] for item in items] == [bare.id, full.id]
+    for item in items:
+        assert item == client.get(f"/api/projects/{project.id}/insights/{item['id']}/").json()
+    assert items[1]["dashboards"] == sorted([shown.id, other.id])
+    assert items[1]["tags"] == ["z", "a", "m"]
+    assert items[0]["created_by"] is None
+
+
+def test_each_dashboard_of_the_list_is_its_detail_without_what_only_the_detail_shows(key_client, project, alice, bob):
+    restricted = DashboardFactory(
+        project=project, created_by=bob, tags=["b", "a"], restriction_level=RestrictionLevel.ONLY_COLLABORATORS_CAN_EDIT
+    )
+    collaborating = DashboardFactory(
+        project=project, created_by=bob, restriction_level=RestrictionLevel.ONLY_COLLABORATORS_CAN_EDIT
+    )
+    DashboardCollaboratorFactory(dashboard=collaborating, user=alice)
+    SharingConfigurationFactory(dashboard=collaborating, enabled=True)
+    DashboardFactory(project=project, created_by=None)
+    client = key_client("dashboard:read", user=alice)
+
+    items = client.get(f"/api/projects/{project.id}/dashboards/").json()["results"]
+
+    assert len(items) == 3
+    for item in items:
+        detail = client.get(f"/api/projects/{project.id}/dashboards/{item['id']}/").json()
+        assert item == {name: detail[name] for name in item}
+    by_id = {item["id"]: item for item in items}
+    assert by_id[restricted.id]["tags"] == ["b", "a"]
+    assert by_id[collaborating.id]["is_shared"] is True
