@@ -124,6 +124,17 @@ class MemberSerializer(ModelSerializer):
         return represent_rows(self, rows, ready=frozenset({"user"}))
 
 
+class _InviteExpiry:
+    """The model's expiry rule (Invite.expires_at and Invite.is_expired) on what it reads, for a page of plain rows
+    without a model instance each."""
+
+    expires_at = Invite.expires_at
+    is_expired = Invite.is_expired
+
+    def __init__(self, created_at):
+        self.created_at = created_at
+
+
 # Named as in the reference API, so that clients generated from it find the same components.
 @extend_schema_serializer(component_name="OrganizationInvite")
 class InviteSerializer(ModelSerializer):
@@ -165,10 +176,15 @@ class InviteSerializer(ModelSerializer):
         serializer or model instances per invite (see workspace.api.serializers.represent_rows)."""
         creator_serializer = self.fields["created_by"]
         names = list(creator_serializer.fields)
+        creator_rows = {}
         for row in rows:
-            creator = {name: row[f"creator__{name}"] for name in names}
-            row["created_by"] = None if creator["id"] is None else represent_rows(creator_serializer, [creator])[0]
-            row["is_expired"] = Invite(created_at=row["created_at"]).is_expired  # the model's rule
+            creator_id = row["creator__id"]
+            if creator_id is not None and creator_id not in creator_rows:
+                creator_rows[creator_id] = {name: row[f"creator__{name}"] for name in names}
+        creators = dict(zip(creator_rows, represent_rows(creator_serializer, creator_rows.values()), strict=True))
+        for row in rows:
+            row["created_by"] = creators.get(row["creator__id"])
+            row["is_expired"] = _InviteExpiry(row["created_at"]).is_expired
         return represent_rows(self, rows, ready=frozenset({"created_by"}))
 
     def validate_target_email(self, value: str) -> str:

@@ -184,8 +184,15 @@ class InviteViewSet(OrganizationScopedViewSet, ListMixin, CreateMixin, DestroyMi
     def list(self, request, *args, **kwargs):
         """A page of plain values with each creator's public columns (no password, no model instances)."""
         invites = self.filter_queryset(self.get_queryset().select_related(None))
-        values = invites.values(*InviteSerializer.PAGE_COLUMNS, **InviteSerializer.page_columns())
-        return self.get_paginated_response(self.get_serializer().represent_page(self.paginate_queryset(values)))
+        rows = self.paginator.paginate_rows(
+            invites,
+            request,
+            lambda page: Invite.objects.filter(pk__in=page).values(
+                *InviteSerializer.PAGE_COLUMNS, **InviteSerializer.page_columns()
+            ),
+            view=self,
+        )
+        return self.get_paginated_response(self.get_serializer().represent_page(rows))
 
     def create_object(self, data):
         return invite_create(actor=self.request.user, organization=self.organization, **data)

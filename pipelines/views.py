@@ -338,7 +338,11 @@ class PluginViewSet(OrganizationScopedViewSet, ListMixin, CreateMixin, RetrieveM
             Plugin.objects.filter(organization=self.organization, collection=self.collection).order_by("name", "id")
         )
         columns = [name for name in PluginSerializer.Meta.fields if name != "organization_name"]
-        page = self.paginate_queryset(plugins.values(*columns, organization_name=F("organization__name")))
+        page = self.paginator.paginate_rows(
+            plugins, request, lambda page: Plugin.objects.filter(pk__in=page).values(*columns), view=self
+        )
+        for row in page:
+            row["organization_name"] = self.organization.name  # every plugin listed is the organization's
         return self.get_paginated_response(represent_rows(self.get_serializer(), page))
 
     def get_save_kwargs(self) -> dict:

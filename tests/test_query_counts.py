@@ -204,7 +204,7 @@ CASES = [
             [InviteFactory(organization=w.organization, created_by=w.alice) for _ in range(n)],
             f"{w.org_url}/invites/",
         )[1],
-        [KEY, MEMBERSHIP, "count organizations_invite", "select organizations_invite"],
+        [KEY, MEMBERSHIP, "select organizations_invite"],
     ),
     Case(
         "domains",
@@ -421,7 +421,7 @@ for collection, route in [
             f"{route}",
             ("plugin:read",),
             lambda n, w, c=collection, r=route: (plugins(w, n, c), f"{w.org_url}/{r}/")[1],
-            [KEY, MEMBERSHIP, "count pipelines_plugin", "select pipelines_plugin"],
+            [KEY, MEMBERSHIP, "select pipelines_plugin"],
         ),
         Case(
             f"{route} detail",
