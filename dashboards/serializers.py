@@ -111,8 +111,12 @@ class InsightSerializer(ModelSerializer):
             row["last_modified_by"] = users.get(row["last_modified_by_id"])
             row["tags"] = names_list(row["tag_names"])
             row["dashboards"] = names_list(row["dashboard_ids"])
-            row["updated_at"] = row["last_modified_at"]
-        return represent_rows(self, rows, ready=frozenset({"created_by", "last_modified_by", "tags", "dashboards"}))
+            row["updated_at"] = None  # the same field as last_modified_at: copied once represented
+        ready = frozenset({"created_by", "last_modified_by", "tags", "dashboards", "updated_at"})
+        items = represent_rows(self, rows, ready=ready)
+        for item in items:
+            item["updated_at"] = item["last_modified_at"]
+        return items
 
     def validate_tags(self, value: list[str]) -> list[str]:
         return clean_tags(value)
