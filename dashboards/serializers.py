@@ -21,7 +21,7 @@ from dashboards.services import clean_tags
 from dashboards.template_library import TemplateError, bundled_templates, validate_layouts, validate_template
 from organizations.models import Membership
 from workspace.api.fields import StrictBooleanField, StrictCharField, StrictIntegerChoiceField
-from workspace.api.serializers import ModelSerializer, represent_rows
+from workspace.api.serializers import ModelSerializer, readable_field_names, represent_rows
 from workspace.serializers import UserBasicSerializer
 
 
@@ -105,7 +105,7 @@ class InsightSerializer(ModelSerializer):
     def represent_page(self, rows: list[dict]) -> list[dict]:
         """A list page from `dashboards.selectors.insight_page_rows`, as `.data` of the instances would be, without
         a serializer or model instances per insight (see workspace.api.serializers.represent_rows)."""
-        users = represent_users(self.fields["created_by"], rows, ("created_by", "last_modified_by"))
+        users = represent_users(UserBasicSerializer(), rows, ("created_by", "last_modified_by"))
         for row in rows:
             row["created_by"] = users.get(row["created_by_id"])
             row["last_modified_by"] = users.get(row["last_modified_by_id"])
@@ -145,7 +145,7 @@ class InsightSerializer(ModelSerializer):
 def represent_users(serializer: UserBasicSerializer, rows: list[dict], users: tuple[str, ...]) -> dict[int, dict]:
     """The users that `rows` name, each represented once by `serializer`, by id: for each name in `users`, a row
     holds the user's id as `<name>_id` and the user's columns as `<name>__<field>` (None for no user)."""
-    names = list(serializer.fields)
+    names = readable_field_names(serializer)
     found = {}
     for row in rows:
         for user in users:
@@ -249,7 +249,7 @@ class DashboardBasicSerializer(ModelSerializer):
     def represent_page(self, rows: list[dict]) -> list[dict]:
         """A list page from `dashboards.selectors.dashboard_page_rows`, as `.data` of the instances would be,
         without a serializer or model instances per dashboard (see workspace.api.serializers.represent_rows)."""
-        creators = represent_users(self.fields["created_by"], rows, ("created_by",))
+        creators = represent_users(UserBasicSerializer(), rows, ("created_by",))
         for row in rows:
             creator_id = row["created_by_id"]
             row["created_by"] = creators.get(creator_id)

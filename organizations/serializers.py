@@ -12,7 +12,7 @@ from rest_framework.exceptions import ErrorDetail
 from organizations.models import Domain, Invite, Membership, Organization, Project, validate_time_zone
 from organizations.tenancy import visible_organizations, visible_projects
 from workspace.api.fields import StrictBooleanField, StrictCharField, StrictEmailField, StrictIntegerChoiceField
-from workspace.api.serializers import ModelSerializer, represent_rows
+from workspace.api.serializers import ModelSerializer, readable_field_names, represent_rows
 from workspace.serializers import UserBasicSerializer
 
 MAX_BULK_INVITES = 20
@@ -174,8 +174,8 @@ class InviteSerializer(ModelSerializer):
     def represent_page(self, rows: list[dict]) -> list[dict]:
         """A list page from `PAGE_COLUMNS` and `page_columns` values, as `.data` of the instances would be, without a
         serializer or model instances per invite (see workspace.api.serializers.represent_rows)."""
-        creator_serializer = self.fields["created_by"]
-        names = list(creator_serializer.fields)
+        creator_serializer = UserBasicSerializer()
+        names = readable_field_names(creator_serializer)
         creator_rows = {}
         for row in rows:
             creator_id = row["creator__id"]
