@@ -88,13 +88,16 @@ class BatchExportViewSetMixin(ListMixin, CreateMixin, RetrieveMixin, UpdateMixin
         )
 
     def list(self, request, *args, **kwargs):
-        """A page of exports read as plain values, with their latest runs in one more query (see
-        `BatchExportSerializer.represent_page`): the same representation as for one export."""
+        """A page of exports read as plain values with their count in one query (LimitOffsetPagination.paginate_rows),
+        and their latest runs in one more (see `BatchExportSerializer.represent_page`): the same representation as
+        for one export."""
         columns = BatchExportSerializer.PAGE_COLUMNS
         exports = self.filter_queryset(self.batch_exports().order_by("-created_at", "id"))
         same = [name for name, source in columns.items() if name == source]
         renamed = {name: F(source) for name, source in columns.items() if name != source}
-        page = self.paginate_queryset(exports.values(*same, **renamed))
+        page = self.paginator.paginate_rows(
+            exports, request, lambda ids: BatchExport.objects.filter(pk__in=ids).values(*same, **renamed), view=self
+        )
         latest_runs = latest_runs_by_export([row["id"] for row in page], count=LATEST_RUNS, columns=LATEST_RUN_COLUMNS)
         return self.get_paginated_response(self.get_serializer().represent_page(page, latest_runs))
 
@@ -177,10 +180,13 @@ class ProjectBatchExportViewSet(BatchExportViewSetMixin, ProjectScopedViewSet):
 
 
 def runs_page_response(view, runs):
-    """A page of an export's runs read as plain values and represented through BatchExportRunSerializer's fields
-    (workspace.api.serializers.represent_rows): the same items as the serializer gives for instances."""
+    """A page of an export's runs read as plain values with their count in one query, represented through
+    BatchExportRunSerializer's fields (workspace.api.serializers.represent_rows): the same items as the serializer
+    gives for instances."""
     columns = [run_column(name) for name in LATEST_RUN_COLUMNS]
-    page = view.paginate_queryset(runs.values(*columns))
+    page = view.paginator.paginate_rows(
+        runs, view.request, lambda ids: BatchExportRun.objects.filter(pk__in=ids).values(*columns), view=view
+    )
     for row in page:
         row["batch_export"] = row.pop("batch_export_id")
     return view.get_paginated_response(represent_rows(BatchExportRunSerializer(), page))

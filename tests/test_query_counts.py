@@ -298,7 +298,6 @@ CASES = [
         [
             KEY,
             MEMBERSHIP,
-            "count pipelines_batchexport",
             "select pipelines_batchexport",
             "select pipelines_batchexportrun",
         ],
@@ -319,7 +318,6 @@ CASES = [
             MEMBERSHIP,
             "select pipelines_batchexport",
             "select pipelines_batchexportrun",
-            "count pipelines_batchexportrun",
             "select pipelines_batchexportrun",
         ],
     ),
@@ -330,7 +328,6 @@ CASES = [
         [
             KEY,
             PROJECT,
-            "count pipelines_batchexport",
             "select pipelines_batchexport",
             "select pipelines_batchexportrun",
         ],
@@ -350,7 +347,6 @@ CASES = [
             KEY,
             PROJECT,
             "select pipelines_batchexport",
-            "count pipelines_batchexportrun",
             "select pipelines_batchexportrun",
         ],
     ),
