@@ -1,4 +1,4 @@
-from django.db.models import Prefetch
+from django.db.models import Prefetch, prefetch_related_objects
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import exceptions
 from rest_framework.decorators import action
@@ -286,19 +286,30 @@ class UserViewSet(TenantViewSet, RetrieveMixin, UpdateMixin):
     queryset = User.objects.none()
     activity_scope = "User"
 
-    def get_queryset(self):
+    def memberships_prefetch(self) -> Prefetch:
         memberships = (
             visible_memberships(self.request)
             .select_related("organization")
             .prefetch_related(Prefetch("organization__projects", queryset=Project.objects.order_by("id")))
             .order_by("joined_at", "id")
         )
-        return User.objects.select_related("current_organization", "current_project").prefetch_related(
-            Prefetch("memberships", queryset=memberships, to_attr="visible_memberships")
-        )
+        return Prefetch("memberships", queryset=memberships, to_attr="visible_memberships")
+
+    def get_queryset(self):
+        return User.objects.prefetch_related(self.memberships_prefetch())
 
     def lookup_value(self, value):
         return self.request.user.pk
+
+    def get_object(self):
+        """A read shows the user that authentication has just read, with their memberships; a write reads it again
+        (locked) through get_queryset."""
+        user = self.request.user
+        if self.is_write or type(user) is not User:
+            return super().get_object()
+        prefetch_related_objects([user], self.memberships_prefetch())
+        self.check_object_permissions(self.request, user)
+        return user
 
     def update_object(self, instance, changes):
         user_set_current(

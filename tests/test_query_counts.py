@@ -230,7 +230,7 @@ CASES = [
         "users @me",
         ("user:read",),
         lambda n, w: (organizations(w, n), "/api/users/@me/")[1],
-        [KEY, "select workspace_user", "select organizations_membership", PROJECT],
+        [KEY, MEMBERSHIP, PROJECT],
         rows=None,
     ),
     Case("personal api key @current", ("*",), lambda n, w: "/api/personal_api_keys/@current/", [KEY], rows=None),
