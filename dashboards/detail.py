@@ -10,15 +10,7 @@ from django.db.models import OuterRef, QuerySet
 
 from dashboards.models import Dashboard, DashboardTag, DashboardTile, InsightTag
 from dashboards.selectors import NamesSubquery, live_tiles, names_list, shown_tiles
-
-
-def _as_prefetched(instance, name: str, model, objects: list) -> None:
-    """Store `objects` as what a prefetch of the relation `name` of `instance` would have stored."""
-    queryset = model.objects.all()
-    queryset._result_cache = objects
-    queryset._prefetch_done = True
-    cache = instance.__dict__.setdefault("_prefetched_objects_cache", {})
-    cache[name] = queryset
+from workspace.api.rows import as_prefetched
 
 
 def with_tag_names(dashboards: QuerySet[Dashboard]) -> QuerySet[Dashboard]:
@@ -30,7 +22,7 @@ def with_tag_names(dashboards: QuerySet[Dashboard]) -> QuerySet[Dashboard]:
 def attach_details(dashboard: Dashboard) -> Dashboard:
     """Give a dashboard of `with_tag_names` its tags and its shown tiles, as the prefetches would."""
     tags = [DashboardTag(name=name) for name in names_list(dashboard.detail_tag_names)]
-    _as_prefetched(dashboard, "tag_rows", DashboardTag, tags)
+    as_prefetched(dashboard, "tag_rows", DashboardTag, tags)
     insight_tags = InsightTag.objects.filter(insight=OuterRef("insight_id")).order_by("id").values("name")
     insight_dashboards = live_tiles().filter(insight=OuterRef("insight_id")).values("dashboard_id")
     tiles = list(
@@ -46,7 +38,7 @@ def attach_details(dashboard: Dashboard) -> Dashboard:
         insight = tile.insight
         if insight is not None:
             names = names_list(tile.insight_tag_names)
-            _as_prefetched(insight, "tag_rows", InsightTag, [InsightTag(name=name) for name in names])
+            as_prefetched(insight, "tag_rows", InsightTag, [InsightTag(name=name) for name in names])
             insight.live_tiles = [DashboardTile(dashboard_id=pk) for pk in names_list(tile.insight_dashboard_ids)]
-    _as_prefetched(dashboard, "tiles", DashboardTile, tiles)
+    as_prefetched(dashboard, "tiles", DashboardTile, tiles)
     return dashboard

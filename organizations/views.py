@@ -1,4 +1,4 @@
-from django.db.models import Prefetch, prefetch_related_objects
+from django.db.models import Prefetch
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import exceptions
 from rest_framework.decorators import action
@@ -8,7 +8,7 @@ from rest_framework.response import Response
 from organizations.filters import ActivityLogFilterSet, MemberFilterSet
 from organizations.models import Domain, Invite, Membership, Organization, Project
 from organizations.permissions import CanChangeMember, CanInviteAtLevel, KeyMayCreateOrganizations
-from organizations.selectors import invites_pending, with_organization_stats
+from organizations.selectors import invites_pending, memberships_with_projects, with_organization_stats
 from organizations.serializers import (
     BulkInviteSerializer,
     DomainSerializer,
@@ -307,7 +307,9 @@ class UserViewSet(TenantViewSet, RetrieveMixin, UpdateMixin):
         user = self.request.user
         if self.is_write or type(user) is not User:
             return super().get_object()
-        prefetch_related_objects([user], self.memberships_prefetch())
+        user.visible_memberships = memberships_with_projects(
+            visible_memberships(self.request).order_by("joined_at", "id")
+        )
         self.check_object_permissions(self.request, user)
         return user
 

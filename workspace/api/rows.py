@@ -18,6 +18,7 @@ class ModelColumns:
         self.fields = list(model._meta.concrete_fields)
         self.attnames = [field.attname for field in self.fields]
         self._converters = {}
+        self._select = {}
 
     def __len__(self) -> int:
         return len(self.fields)
@@ -31,8 +32,11 @@ class ModelColumns:
         return f"{self.alias}.{connection.ops.quote_name(self.model._meta.get_field(name).column)}"
 
     def select(self, connection) -> str:
-        quote = connection.ops.quote_name
-        return ", ".join(f"{self.alias}.{quote(field.column)}" for field in self.fields)
+        found = self._select.get(connection.vendor)
+        if found is None:
+            quote = connection.ops.quote_name
+            found = self._select[connection.vendor] = ", ".join(f"{self.alias}.{quote(f.column)}" for f in self.fields)
+        return found
 
     def converters(self, connection) -> list:
         found = self._converters.get(connection.vendor)
@@ -57,3 +61,12 @@ class ModelColumns:
             values[position] = value
         instance = self.model.from_db(connection.alias, self.attnames, values)
         return None if instance.pk is None else instance
+
+
+def as_prefetched(instance: models.Model, name: str, model: type[models.Model], objects: list) -> None:
+    """Store `objects` as what `prefetch_related(name)` would have stored on `instance` for its relation `name` (a
+    reverse foreign key named by its related_name): `instance.<name>.all()` then gives them without a query."""
+    queryset = model._default_manager.all()
+    queryset._result_cache = objects
+    queryset._prefetch_done = True
+    instance.__dict__.setdefault("_prefetched_objects_cache", {})[name] = queryset
