@@ -6,6 +6,7 @@ from rest_framework import exceptions, status
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
+from dashboards.detail import attach_details, with_tag_names
 from dashboards.filters import DashboardFilterSet, InsightFilterSet
 from dashboards.models import Dashboard, Insight, SharingConfiguration
 from dashboards.permissions import (
@@ -122,6 +123,9 @@ class DashboardViewSet(
     serialize_writes = frozenset({"move_tile"})
 
     def get_queryset(self):
+        if self.action == "retrieve":
+            # The tiles come after the dashboard is found (retrieve); its tags come in its row.
+            return with_tag_names(self.dashboards().filter(deleted=False)).order_by("-pinned", "name", "id")
         queryset = self.dashboards().prefetch_related(dashboard_tags_prefetch())
         # A soft-deleted dashboard is reachable only by PATCH or PUT, so that `{"deleted": false}` can restore it.
         if self.action not in ("partial_update", "update"):
@@ -147,6 +151,10 @@ class DashboardViewSet(
             view=self,
         )
         return self.get_paginated_response(self.get_serializer().represent_page(rows))
+
+    def retrieve(self, request, *args, **kwargs):
+        """The dashboard (with its tags) found as any object is, then its tiles in one query (dashboards.detail)."""
+        return self.object_response(attach_details(self.get_object()))
 
     def refetch(self, instance):
         return self.dashboards().prefetch_related(dashboard_tags_prefetch(), tiles_prefetch()).get(pk=instance.pk)

@@ -1,9 +1,13 @@
 """Reads of the organizations app that a response needs in a few queries."""
 
+import uuid
+
 from django.db.models import Count, IntegerField, OuterRef, Prefetch, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 
 from organizations.models import Invite, Membership, Organization, Project
+from workspace.api.rows import ModelColumns, as_prefetched
+from workspace.models import User
 
 
 def with_organization_stats(queryset: QuerySet[Organization]) -> QuerySet[Organization]:
@@ -31,3 +35,134 @@ def invites_pending(organization: Organization) -> QuerySet[Invite]:
 def project_id_for_api_token(token: str) -> int | None:
     """The id of the project a capture token names, or None: one indexed query, with no join."""
     return Project.objects.filter(api_token=token).values_list("id", flat=True).first()
+
+
+def _scoped_organization_ids(key) -> set[uuid.UUID] | None:
+    """The organizations a key is limited to (organizations.tenancy.key_scoped_organizations), or None."""
+    scoped = getattr(key, "scoped_organizations", None)
+    if not scoped:
+        return None
+    ids = set()
+    for value in scoped:
+        try:
+            ids.add(uuid.UUID(str(value)))
+        except ValueError:
+            continue
+    return ids
+
+
+MEMBERSHIP_COLUMNS = ModelColumns(Membership, "tm")
+ORGANIZATION_COLUMNS = ModelColumns(Organization, "torg")
+PROJECT_COLUMNS = ModelColumns(Project, "tp")
+
+
+def _user_column(name: str, connection) -> str:
+    """A column of the key's user (alias `u` in the key's query)."""
+    field = User._meta.pk if name == "pk" else User._meta.get_field(name)
+    return f"u.{connection.ops.quote_name(field.column)}"
+
+
+class CallerTenantLookup:
+    """What a tenancy route needs about the caller, read in the API key's own query (see apikeys.authentication):
+    no second round trip on every request. `loaded` says whether the key's query ran; without it (another kind of
+    authentication) the view reads the same thing itself, through organizations.tenancy.visible_memberships.
+    Whatever the key's `scoped_organizations` leave out is not found, as there."""
+
+    loaded = False
+
+    def load(self, values, user, key, connection) -> None:
+        self.loaded = True
+        self.scoped = _scoped_organization_ids(key)
+
+    def visible(self, organization_id) -> bool:
+        return self.scoped is None or organization_id in self.scoped
+
+
+class CallerMembershipLookup(CallerTenantLookup):
+    """The caller's membership of one organization, with the organization: `membership` is None when the caller cannot
+    use it. `organization_id` is a UUID, or None for the user's current organization."""
+
+    def __init__(self, organization_id: uuid.UUID | None):
+        self.organization_id = organization_id
+        self.membership: Membership | None = None
+
+    def sql(self, connection) -> tuple[str, str, list]:
+        quote = connection.ops.quote_name
+        if self.organization_id is None:
+            target, params = _user_column("current_organization", connection), []
+        else:
+            target, params = "%s", [Organization._meta.pk.get_db_prep_value(self.organization_id, connection)]
+        membership_organization = MEMBERSHIP_COLUMNS.column("organization", connection)
+        joins = (
+            f"LEFT JOIN {quote(MEMBERSHIP_COLUMNS.table)} tm"
+            f" ON {MEMBERSHIP_COLUMNS.column('user', connection)} = {_user_column('pk', connection)}"
+            f" AND {membership_organization} = {target}"
+            f" LEFT JOIN {quote(ORGANIZATION_COLUMNS.table)} torg"
+            f" ON {ORGANIZATION_COLUMNS.column('id', connection)} = {membership_organization}"
+        )
+        return f"{MEMBERSHIP_COLUMNS.select(connection)}, {ORGANIZATION_COLUMNS.select(connection)}", joins, params
+
+    def load(self, values, user, key, connection) -> None:
+        super().load(values, user, key, connection)
+        membership = MEMBERSHIP_COLUMNS.load(values[: len(MEMBERSHIP_COLUMNS)], connection)
+        if membership is not None and self.visible(membership.organization_id):
+            membership.organization = ORGANIZATION_COLUMNS.load(values[len(MEMBERSHIP_COLUMNS) :], connection)
+            self.membership = membership
+
+
+# The range of the project's primary key: an id outside it names no project (and is not sent to the database).
+PROJECT_ID_RANGE = range(-(2**63), 2**63)
+
+
+class CallerProjectLookup(CallerTenantLookup):
+    """A project the caller can see, with its organization and the caller's `membership_level` there (as
+    organizations.tenancy.visible_projects gives it): `project` is None when the caller cannot see it.
+    `project_id` is an integer, or None for the user's current project."""
+
+    def __init__(self, project_id: int | None):
+        self.project_id = project_id
+        self.project: Project | None = None
+
+    def sql(self, connection) -> tuple[str, str, list]:
+        quote = connection.ops.quote_name
+        if self.project_id is None:
+            target, params = _user_column("current_project", connection), []
+        else:
+            target, params = "%s", [self.project_id]
+        project_organization = PROJECT_COLUMNS.column("organization", connection)
+        joins = (
+            f"LEFT JOIN {quote(PROJECT_COLUMNS.table)} tp ON {PROJECT_COLUMNS.column('id', connection)} = {target}"
+            f" LEFT JOIN {quote(MEMBERSHIP_COLUMNS.table)} tm"
+            f" ON {MEMBERSHIP_COLUMNS.column('user', connection)} = {_user_column('pk', connection)}"
+            f" AND {MEMBERSHIP_COLUMNS.column('organization', connection)} = {project_organization}"
+            f" LEFT JOIN {quote(ORGANIZATION_COLUMNS.table)} torg"
+            f" ON {ORGANIZATION_COLUMNS.column('id', connection)} = {project_organization}"
+        )
+        select = (
+            f"{PROJECT_COLUMNS.select(connection)}, {ORGANIZATION_COLUMNS.select(connection)}, "
+            f"{MEMBERSHIP_COLUMNS.column('level', connection)}"
+        )
+        return select, joins, params
+
+    def load(self, values, user, key, connection) -> None:
+        super().load(values, user, key, connection)
+        project = PROJECT_COLUMNS.load(values[: len(PROJECT_COLUMNS)], connection)
+        level = values[-1]
+        if project is not None and level is not None and self.visible(project.organization_id):
+            project.organization = ORGANIZATION_COLUMNS.load(
+                values[len(PROJECT_COLUMNS) : len(PROJECT_COLUMNS) + len(ORGANIZATION_COLUMNS)], connection
+            )
+            project.membership_level = level
+            self.project = project
+
+
+def memberships_with_projects(memberships: QuerySet[Membership]) -> list[Membership]:
+    """The memberships with their organization, and each organization's projects (by id) as `organization.projects`
+    gives them: two queries, as prefetching would run, without the prefetch machinery."""
+    memberships = list(memberships.select_related("organization"))
+    projects = {membership.organization_id: [] for membership in memberships}
+    for project in Project.objects.filter(organization_id__in=list(projects)).order_by("id"):
+        projects[project.organization_id].append(project)
+    for membership in memberships:
+        as_prefetched(membership.organization, "projects", Project, projects[membership.organization_id])
+    return memberships

@@ -420,9 +420,17 @@ class MeSerializer(UserBasicSerializer):
 
     @extend_schema_field(UserProjectSerializer(allow_null=True))
     def get_team(self, user):
-        project = user.current_project
-        visible = {row.organization_id for row in user.visible_memberships}
-        return UserProjectSerializer(project).data if project and project.organization_id in visible else None
+        # The current project is shown when its organization is visible: then it is among the projects listed.
+        project = next(
+            (
+                project
+                for row in user.visible_memberships
+                for project in row.organization.projects.all()
+                if project.pk == user.current_project_id
+            ),
+            None,
+        )
+        return UserProjectSerializer(project).data if project else None
 
     @extend_schema_field(UserProjectSerializer(many=True))
     def get_teams(self, user):

@@ -15,6 +15,7 @@ from rest_framework.settings import api_settings
 from apikeys.models import PersonalAPIKey
 from organizations.models import Membership, Organization, Project
 from organizations.permissions import MembershipLevelPermission
+from organizations.selectors import PROJECT_ID_RANGE, CallerMembershipLookup, CallerProjectLookup
 from workspace.api.viewsets import BaseViewSet
 from workspace.services import activity_log_record
 
@@ -133,16 +134,36 @@ class TenantViewSet(BaseViewSet):
 class OrganizationScopedViewSet(TenantViewSet):
     """A viewset under /api/organizations/{organization_id}/.
 
-    `self.membership` (with its organization) is resolved once, in one query, after the scope check and before
-    anything reads the body, so another tenant's id is a 404 and never a 400.
+    `self.membership` (with its organization) is resolved once, after the scope check and before anything reads the
+    body, so another tenant's id is a 404 and never a 400. With an API key it comes with the key, in the key's query
+    (`key_query_companion`); otherwise in a query of its own.
     """
+
+    def key_query_companion(self) -> CallerMembershipLookup | None:
+        value = self.kwargs.get("organization_id")
+        if value == CURRENT:
+            organization_id = None
+        else:
+            try:
+                organization_id = uuid.UUID(str(value))
+            except ValueError:
+                return None  # a 404, raised where the route resolves it
+        self.caller_lookup = CallerMembershipLookup(organization_id)
+        return self.caller_lookup
 
     @cached_property
     def membership(self) -> Membership:
         organization_id = parse_organization_id(self.request, self.kwargs["organization_id"])
-        membership = (
-            visible_memberships(self.request).select_related("organization").filter(organization_id=organization_id)
-        ).first()
+        lookup = self.__dict__.pop("caller_lookup", None)
+        if lookup is not None and lookup.loaded:
+            membership = lookup.membership
+        else:
+            membership = (
+                visible_memberships(self.request)
+                .select_related("organization")
+                .filter(organization_id=organization_id)
+                .first()
+            )
         if membership is None:
             raise exceptions.NotFound("Organization not found.")
         return membership
@@ -169,13 +190,32 @@ class OrganizationScopedViewSet(TenantViewSet):
 
 class ProjectScopedViewSet(TenantViewSet):
     """A viewset under /api/projects/{project_id}/: `self.project` (with its organization and the caller's
-    `membership_level`) is resolved in one query after the scope check; a project the caller cannot see is a 404.
+    `membership_level`) is resolved after the scope check; a project the caller cannot see is a 404. With an API key
+    it comes with the key, in the key's query (`key_query_companion`); otherwise in a query of its own.
     """
+
+    def key_query_companion(self) -> CallerProjectLookup | None:
+        value = self.kwargs.get("project_id")
+        if value == CURRENT:
+            project_id = None
+        else:
+            try:
+                project_id = int(value)
+            except (TypeError, ValueError):
+                return None  # a 404, raised where the route resolves it
+            if project_id not in PROJECT_ID_RANGE:
+                return None
+        self.caller_lookup = CallerProjectLookup(project_id)
+        return self.caller_lookup
 
     @cached_property
     def project(self) -> Project:
         project_id = parse_project_id(self.request, self.kwargs["project_id"])
-        project = visible_projects(self.request).select_related("organization").filter(pk=project_id).first()
+        lookup = self.__dict__.pop("caller_lookup", None)
+        if lookup is not None and lookup.loaded:
+            project = lookup.project
+        else:
+            project = visible_projects(self.request).select_related("organization").filter(pk=project_id).first()
         if project is None:
             raise exceptions.NotFound("Project not found.")
         return project

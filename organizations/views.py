@@ -8,7 +8,7 @@ from rest_framework.response import Response
 from organizations.filters import ActivityLogFilterSet, MemberFilterSet
 from organizations.models import Domain, Invite, Membership, Organization, Project
 from organizations.permissions import CanChangeMember, CanInviteAtLevel, KeyMayCreateOrganizations
-from organizations.selectors import invites_pending, with_organization_stats
+from organizations.selectors import invites_pending, memberships_with_projects, with_organization_stats
 from organizations.serializers import (
     BulkInviteSerializer,
     DomainSerializer,
@@ -293,19 +293,32 @@ class UserViewSet(TenantViewSet, RetrieveMixin, UpdateMixin):
     queryset = User.objects.none()
     activity_scope = "User"
 
-    def get_queryset(self):
+    def memberships_prefetch(self) -> Prefetch:
         memberships = (
             visible_memberships(self.request)
             .select_related("organization")
             .prefetch_related(Prefetch("organization__projects", queryset=Project.objects.order_by("id")))
             .order_by("joined_at", "id")
         )
-        return User.objects.select_related("current_organization", "current_project").prefetch_related(
-            Prefetch("memberships", queryset=memberships, to_attr="visible_memberships")
-        )
+        return Prefetch("memberships", queryset=memberships, to_attr="visible_memberships")
+
+    def get_queryset(self):
+        return User.objects.prefetch_related(self.memberships_prefetch())
 
     def lookup_value(self, value):
         return self.request.user.pk
+
+    def get_object(self):
+        """A read shows the user that authentication has just read, with their memberships; a write reads it again
+        (locked) through get_queryset."""
+        user = self.request.user
+        if self.is_write or type(user) is not User:
+            return super().get_object()
+        user.visible_memberships = memberships_with_projects(
+            visible_memberships(self.request).order_by("joined_at", "id")
+        )
+        self.check_object_permissions(self.request, user)
+        return user
 
     def update_object(self, instance, changes):
         user_set_current(

@@ -24,9 +24,9 @@ def test_list_query_count_is_flat(warm_client, project, alice, bob, count, djang
         dashboard = DashboardFactory(project=project, created_by=alice, tags=[f"tag {index}", "shared"])
         DashboardCollaboratorFactory(dashboard=dashboard, user=bob)
 
-    # 1. key lookup (+user), 2. project with the caller's membership, 3. the page's dashboards as values (+creator
+    # 1. key lookup (+user, project with the caller's membership), 2. the page's dashboards as values (+creator
     # join; tags, is_shared and caller-is-collaborator subqueries; the page's ids and the count as subqueries)
-    with django_assert_num_queries(3):
+    with django_assert_num_queries(2):
         response = warm_client.get(f"/api/projects/{project.pk}/dashboards/")
 
     assert response.status_code == 200
@@ -43,10 +43,10 @@ def test_retrieve_query_count_is_flat(warm_client, project, alice, count, django
         DashboardTileFactory(dashboard=elsewhere, insight=tile.insight)
         DashboardTileFactory(dashboard=dashboard, text_tile=True)
 
-    # 1. key lookup (+user), 2. project with the caller's membership,
-    # 3. the dashboard (+creator join, is_shared and caller-is-collaborator subqueries), 4. tags,
-    # 5. shown tiles (+insight, text and their users joined), 6. the insights' tags, 7. the insights' dashboards
-    with django_assert_num_queries(7):
+    # 1. key lookup (+user, project with the caller's membership),
+    # 2. the dashboard (+creator join; tags, is_shared and caller-is-collaborator subqueries),
+    # 3. shown tiles (+insight, text and their users joined; the insights' tags and dashboards as subqueries)
+    with django_assert_num_queries(3):
         response = warm_client.get(f"/api/projects/{project.pk}/dashboards/{dashboard.pk}/")
 
     assert response.status_code == 200
@@ -63,9 +63,9 @@ def test_insight_list_query_count_is_flat(warm_client, project, alice, count, dj
         for dashboard in dashboards:
             DashboardTileFactory(dashboard=dashboard, insight=insight)
 
-    # 1. key lookup (+user), 2. project with the caller's membership, 3. the page's insights as values (+creator
-    # and last modifier joins; tags and dashboards subqueries; the page's ids and the count as subqueries)
-    with django_assert_num_queries(3):
+    # 1. key lookup (+user, project with the caller's membership), 2. the page's insights as values (+creator and
+    # last modifier joins; tags and dashboards subqueries; the page's ids and the count as subqueries)
+    with django_assert_num_queries(2):
         response = warm_client.get(f"/api/projects/{project.pk}/insights/")
 
     assert response.status_code == 200
@@ -80,8 +80,8 @@ def test_insight_retrieve_query_count_is_flat(warm_client, project, alice, count
     for dashboard in DashboardFactory.create_batch(count, project=project, created_by=alice):
         DashboardTileFactory(dashboard=dashboard, insight=insight)
 
-    # 1. key lookup (+user), 2. project with the caller's membership, 3. the insight (+users), 4. tags, 5. dashboards
-    with django_assert_num_queries(5):
+    # 1. key lookup (+user, project with the caller's membership), 2. the insight (+users), 3. tags, 4. dashboards
+    with django_assert_num_queries(4):
         response = warm_client.get(f"/api/projects/{project.pk}/insights/{insight.pk}/")
 
     assert response.status_code == 200

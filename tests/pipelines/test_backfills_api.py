@@ -159,8 +159,8 @@ class TestQueryCounts:
             BatchExportRunFactory.create_batch(2, batch_export=export, backfill=backfill)
         client = key_client("batch_export:read")
         client.get(backfills_url(project, export))  # the key's first use writes last_used_at
-        # key (+user), project with the caller's level, the export, COUNT, page (+export join, run counts annotated)
-        with django_assert_num_queries(5):
+        # key (+user, project with the caller's level), the export, COUNT, page (+export join, run counts annotated)
+        with django_assert_num_queries(4):
             response = client.get(backfills_url(project, export))
         assert response.json()["count"] == rows
         assert all(row["progress"]["total_runs"] == 2 for row in response.json()["results"])

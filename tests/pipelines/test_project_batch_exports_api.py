@@ -149,9 +149,9 @@ class TestQueryCounts:
             BatchExportRunFactory.create_batch(2, batch_export=export)
         client = key_client("batch_export:read")
         client.get(exports_url(project))  # the key's first use writes last_used_at
-        # key (+user), project with the caller's level, page of exports with their count, newest runs of the page's
+        # key (+user, project with the caller's level), page of exports with their count, newest runs of the page's
         # exports
-        with django_assert_num_queries(4):
+        with django_assert_num_queries(3):
             response = client.get(exports_url(project))
         assert response.json()["count"] == exports
 

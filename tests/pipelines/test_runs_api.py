@@ -220,8 +220,8 @@ class TestQueryCounts:
         BatchExportRunFactory.create_batch(rows, batch_export=export)
         client = key_client("batch_export:read")
         client.get(runs_url(project, export))  # the key's first use writes last_used_at
-        # key (+user), project with the caller's level, the export, page of runs with their count
-        with django_assert_num_queries(4):
+        # key (+user, project with the caller's level), the export, page of runs with their count
+        with django_assert_num_queries(3):
             response = client.get(runs_url(project, export))
         assert response.json()["count"] == rows
 
@@ -230,8 +230,8 @@ class TestQueryCounts:
         BatchExportRunLogFactory.create_batch(rows, run=run)
         client = key_client("batch_export:read")
         client.get(run_url(project, run, "logs/"))  # the key's first use writes last_used_at
-        # key (+user), project with the caller's level, the export, the run, COUNT, page of lines (+the run's export)
-        with django_assert_num_queries(6):
+        # key (+user, project with the caller's level), the export, the run, COUNT, page of lines (+the run's export)
+        with django_assert_num_queries(5):
             response = client.get(run_url(project, run, "logs/"))
         assert response.json()["count"] == rows
 

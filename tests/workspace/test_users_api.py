@@ -81,8 +81,8 @@ class TestMe:
             ProjectFactory.create_batch(2, organization=organization)
         client = key_client("user:read")
         client.get(ME)  # the key's first use writes last_used_at
-        # key (+user), the user (+current organization and project), memberships (+organizations), their projects
-        with django_assert_num_queries(4):
+        # key (+user, which a read shows as it is), memberships (+organizations), their projects
+        with django_assert_num_queries(3):
             response = client.get(ME)
         assert len(response.json()["organizations"]) == organizations
 

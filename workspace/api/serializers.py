@@ -1,3 +1,4 @@
+import copy
 import datetime
 import uuid
 
@@ -20,6 +21,18 @@ class ModelSerializer(serializers.ModelSerializer):
         models.SlugField: StrictSlugField,
         models.URLField: StrictURLField,
     }
+
+    def get_fields(self):
+        """The fields built from the model once per class, then copied: building them (model metadata, field kwargs,
+        validators) is most of what representing an object costs, and it depends on the class alone here."""
+        prototypes = _FIELD_PROTOTYPES.get(type(self))
+        if prototypes is None:
+            prototypes = _FIELD_PROTOTYPES[type(self)] = super().get_fields()
+        return copy.deepcopy(prototypes)
+
+
+# ModelSerializer class -> its unbound fields, as ModelSerializer.get_fields built them.
+_FIELD_PROTOTYPES: dict[type, dict] = {}
 
 
 def represent_rows(serializer: serializers.Serializer, rows, *, ready: frozenset[str] = frozenset()) -> list[dict]:
