@@ -8,6 +8,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+import orjson
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
@@ -405,6 +406,21 @@ def events_ingest_for_token(*, token: str, events: list[NewEvent]) -> int | None
 
 
 def _batch_document(events: list[NewEvent]) -> str:
+    try:  # orjson writes the same document several times faster; it declines a string with a lone surrogate
+        return orjson.dumps(
+            [
+                {
+                    "uuid": event.uuid,
+                    "event": event.event,
+                    "distinct_id": event.distinct_id,
+                    "timestamp": event.timestamp.isoformat(),  # orjson would drop an offset's seconds
+                    "properties": orjson.Fragment(event.properties_json),
+                }
+                for event in events
+            ]
+        ).decode()
+    except orjson.JSONEncodeError:
+        pass
     text = functools.partial(json.dumps, ensure_ascii=False)
     rows = ",".join(
         f'{{"uuid":"{event.uuid}","event":{text(event.event)},"distinct_id":{text(event.distinct_id)},'
