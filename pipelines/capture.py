@@ -298,10 +298,48 @@ def parse_events(
 ) -> list[NewEvent]:
     if not events:
         raise InvalidEvent("The batch holds no event.", code="empty_batch", attr="__".join(prefix or ()) or None)
-    return [
-        parse_event(raw, () if prefix is None else (*prefix, str(index)), now=now, fast=fast)
-        for index, raw in enumerate(events)
-    ]
+    parsed = []
+    for index, raw in enumerate(events):
+        event = parse_plain_event(raw, fast=fast)
+        if event is None:
+            event = parse_event(raw, () if prefix is None else (*prefix, str(index)), now=now, fast=fast)
+        parsed.append(event)
+    return parsed
+
+
+def parse_plain_event(raw, *, fast: bool = False) -> NewEvent | None:
+    """The event most senders send (event, distinct_id, timestamp and uuid as valid strings, properties an object),
+    as `parse_event` makes it, in half the time; None for any other, which `parse_event` then reads or refuses."""
+    if type(raw) is not dict:
+        return None
+    name, distinct_id, properties = raw.get("event"), raw.get("distinct_id"), raw.get("properties")
+    timestamp, event_uuid = raw.get("timestamp"), raw.get("uuid")
+    if not (
+        type(name) is str
+        and type(distinct_id) is str
+        and type(properties) is dict
+        and type(timestamp) is str
+        and type(event_uuid) is str
+        and 0 < len(name) <= EVENT_MAX_LENGTH
+        and 0 < len(distinct_id) <= DISTINCT_ID_MAX_LENGTH
+    ):
+        return None
+    try:
+        timestamp = dt.datetime.fromisoformat(timestamp)
+        event_uuid = uuid.UUID(event_uuid)
+        properties_json = encode_properties(properties, fast=fast)
+    except (ValueError, RecursionError):
+        return None
+    if timestamp.tzinfo is None:
+        timestamp = timestamp.replace(tzinfo=dt.UTC)
+    return NewEvent(
+        uuid=event_uuid,
+        event=name,
+        distinct_id=distinct_id,
+        properties=properties,
+        properties_json=properties_json,
+        timestamp=timestamp,
+    )
 
 
 def parse_event(raw, path: tuple[str, ...], *, now: dt.datetime, fast: bool = False) -> NewEvent:

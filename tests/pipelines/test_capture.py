@@ -501,3 +501,41 @@ def test_deleting_a_project_deletes_its_events_and_their_uuids(client, project, 
     assert EventUUID.objects.filter(project_id=second.pk).count() == 0
     assert len(rows(other_project)) == 3
     assert EventUUID.objects.filter(project=other_project).count() == 3
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        event(timestamp="2026-03-04T05:06:07.123456+02:00", uuid=UUID_1, properties={"a": [1, 2.5, None]}),
+        event(timestamp="2026-03-04T05:06:07", uuid=UUID_1.upper(), properties={}),
+        event(timestamp="2026-03-04T05:06:07Z", uuid="{" + UUID_1 + "}", properties={"deep": {"x": "é"}}),
+        event("x" * 200, "y" * 200, timestamp="2026-03-04", uuid=UUID_2, properties={"n": 1e16}),
+    ],
+)
+def test_a_plain_event_is_read_as_parse_event_reads_it(raw):
+    from pipelines.capture import parse_event, parse_plain_event
+
+    now = dt.datetime.now(dt.UTC)
+    for fast in (False, True):
+        assert parse_plain_event(raw, fast=fast) == parse_event(raw, ("batch", "0"), now=now, fast=fast)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        event(uuid=UUID_1, properties={}),  # no timestamp
+        event(timestamp="2026-03-04T05:06:07", properties={}),  # no uuid
+        event(timestamp="2026-03-04T05:06:07", uuid=UUID_1),  # no properties
+        event(distinct_id=7, timestamp="2026-03-04T05:06:07", uuid=UUID_1, properties={}),
+        event("", timestamp="2026-03-04T05:06:07", uuid=UUID_1, properties={}),
+        event("x" * 201, timestamp="2026-03-04T05:06:07", uuid=UUID_1, properties={}),
+        event(timestamp="yesterday", uuid=UUID_1, properties={}),
+        event(timestamp="2026-03-04T05:06:07", uuid="not-a-uuid", properties={}),
+        event(timestamp="2026-03-04T05:06:07", uuid=UUID_1, properties={"big": float("inf")}),
+        ["not", "an", "event"],
+    ],
+)
+def test_any_other_event_is_left_to_parse_event(raw):
+    from pipelines.capture import parse_plain_event
+
+    assert parse_plain_event(raw) is None
