@@ -158,8 +158,9 @@ def _refuse_constant(name: str):
     raise ValueError(f"{name} is not valid JSON.")
 
 
-def decode(request) -> object:
-    """The request's JSON document, after the size, encoding and storability checks."""
+def decode(request) -> tuple[object, bool]:
+    """The request's JSON document, after the size, encoding and storability checks, and whether orjson read it
+    (then `encode_properties` may write its values back with orjson: see there)."""
     limit = settings.CAPTURE_MAX_BODY_BYTES
     body = read_body(request, limit)
     if compressed(request, body):
@@ -174,7 +175,7 @@ def decode(request) -> object:
         else:
             if UNSTORABLE_ESCAPE_BYTES.search(body):
                 check_storable(payload)
-            return payload
+            return payload, True
     try:
         text = body.decode("utf-8-sig")  # JSON travels in UTF-8 (RFC 8259); a byte order mark is tolerated
     except UnicodeDecodeError as error:
@@ -189,7 +190,7 @@ def decode(request) -> object:
         raise MalformedBody(f"The body is not valid JSON: {error}") from error
     if UNSTORABLE_ESCAPE.search(text):
         check_storable(payload)
-    return payload
+    return payload, False
 
 
 def check_storable(payload) -> None:
@@ -277,15 +278,71 @@ def token_refused() -> TokenRefused:
 # The events
 
 
-def parse_events(events: list, prefix: tuple[str, ...] | None, *, now: dt.datetime) -> list[NewEvent]:
+def encode_properties(properties: dict, *, fast: bool = False) -> str:
+    """Properties as they are stored: compact JSON; ValueError or RecursionError for what JSON cannot hold.
+
+    `fast`: the values come from orjson's reader, which refuses the numbers that overflow a double, so none is an
+    infinity (orjson would write it as null where the standard library refuses it); orjson then writes them, about
+    fifteen times faster, into the same JSON values (numbers may be spelt differently: 1e16 for 1e+16). What it
+    declines (an integer past 64 bits, nesting past 254 levels) is left to the standard library as before."""
+    if fast:
+        try:
+            return orjson.dumps(properties).decode()
+        except orjson.JSONEncodeError:
+            pass
+    return PROPERTIES_ENCODER.encode(properties)
+
+
+def parse_events(
+    events: list, prefix: tuple[str, ...] | None, *, now: dt.datetime, fast: bool = False
+) -> list[NewEvent]:
     if not events:
         raise InvalidEvent("The batch holds no event.", code="empty_batch", attr="__".join(prefix or ()) or None)
-    return [
-        parse_event(raw, () if prefix is None else (*prefix, str(index)), now=now) for index, raw in enumerate(events)
-    ]
+    parsed = []
+    for index, raw in enumerate(events):
+        event = parse_plain_event(raw, fast=fast)
+        if event is None:
+            event = parse_event(raw, () if prefix is None else (*prefix, str(index)), now=now, fast=fast)
+        parsed.append(event)
+    return parsed
 
 
-def parse_event(raw, path: tuple[str, ...], *, now: dt.datetime) -> NewEvent:
+def parse_plain_event(raw, *, fast: bool = False) -> NewEvent | None:
+    """The event most senders send (event, distinct_id, timestamp and uuid as valid strings, properties an object),
+    as `parse_event` makes it, in half the time; None for any other, which `parse_event` then reads or refuses."""
+    if type(raw) is not dict:
+        return None
+    name, distinct_id, properties = raw.get("event"), raw.get("distinct_id"), raw.get("properties")
+    timestamp, event_uuid = raw.get("timestamp"), raw.get("uuid")
+    if not (
+        type(name) is str
+        and type(distinct_id) is str
+        and type(properties) is dict
+        and type(timestamp) is str
+        and type(event_uuid) is str
+        and 0 < len(name) <= EVENT_MAX_LENGTH
+        and 0 < len(distinct_id) <= DISTINCT_ID_MAX_LENGTH
+    ):
+        return None
+    try:
+        timestamp = dt.datetime.fromisoformat(timestamp)
+        event_uuid = uuid.UUID(event_uuid)
+        properties_json = encode_properties(properties, fast=fast)
+    except (ValueError, RecursionError):
+        return None
+    if timestamp.tzinfo is None:
+        timestamp = timestamp.replace(tzinfo=dt.UTC)
+    return NewEvent(
+        uuid=event_uuid,
+        event=name,
+        distinct_id=distinct_id,
+        properties=properties,
+        properties_json=properties_json,
+        timestamp=timestamp,
+    )
+
+
+def parse_event(raw, path: tuple[str, ...], *, now: dt.datetime, fast: bool = False) -> NewEvent:
     """One event as the sender gave it, checked and normalised; an InvalidEvent naming the field otherwise.
 
     Checked by hand rather than by a DRF serializer: this runs for every event of every batch, and a serializer of
@@ -356,7 +413,7 @@ def parse_event(raw, path: tuple[str, ...], *, now: dt.datetime) -> NewEvent:
             raise refuse("uuid", "uuid must be a UUID.")
 
     try:
-        properties_json = PROPERTIES_ENCODER.encode(properties)
+        properties_json = encode_properties(properties, fast=fast)
     except (ValueError, RecursionError):
         raise refuse("properties", "properties hold a number out of range, or are nested too deeply.") from None
     return NewEvent(
@@ -390,13 +447,13 @@ class CaptureView(View):
 
     def post(self, request):
         try:
-            payload = decode(request)
+            payload, fast = decode(request)
             events, prefix = events_of(payload)
             token = token_of(payload, events)
             if not isinstance(token, str) or len(token) > TOKEN_MAX_LENGTH:
                 raise token_refused()
             try:
-                parsed = parse_events(events, prefix, now=timezone.now())
+                parsed = parse_events(events, prefix, now=timezone.now(), fast=fast)
             except InvalidEvent:
                 project_for(token)  # a token that names no project is a 401 before any event is a 400
                 raise

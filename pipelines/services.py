@@ -1,5 +1,6 @@
 """Writes of the pipelines app that touch several rows or have side effects."""
 
+import contextlib
 import datetime as dt
 import functools
 import json
@@ -8,6 +9,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+import orjson
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
@@ -25,7 +27,7 @@ from pipelines.models import (
     Plugin,
     PluginSourceFile,
 )
-from pipelines.partitions import events_ensure_partitions, month_of
+from pipelines.partitions import events_ensure_partitions, months_of
 from pipelines.temporal import orchestration
 from pipelines.temporal.inputs import backfill_workflow_id, run_workflow_id
 from workspace.api.exceptions import UnavailableError
@@ -397,14 +399,43 @@ def events_ingest_for_token(*, token: str, events: list[NewEvent]) -> int | None
     for event in events:
         unique.setdefault(event.uuid, event)
     events = list(unique.values())
-    events_ensure_partitions({month_of(event.timestamp) for event in events})
-    with connection.cursor() as cursor:
+    events_ensure_partitions(months_of(event.timestamp for event in events))
+    with _binding_cursor() as cursor:
         cursor.execute(_POSTGRESQL_INGEST_FOR_TOKEN, [token, _batch_document(events), timezone.now()])
         project_id, stored = cursor.fetchone()
     return None if project_id is None else stored
 
 
+@contextlib.contextmanager
+def _binding_cursor():
+    """A cursor of the (PostgreSQL) connection that sends the parameters apart from the statement: a batch's document
+    of tens of kilobytes then reaches the database as it is, where as a literal inside the statement it would be
+    escaped on the way and scanned by the database's parser (together about a fifth of a batch's cost)."""
+    from django.db.backends.postgresql.base import ServerBindingCursor
+
+    with connection.cursor() as cursor:  # Django's checks, error wrapping and query logging, around another cursor
+        cursor.cursor.close()
+        cursor.cursor = ServerBindingCursor(connection.connection)
+        yield cursor
+
+
 def _batch_document(events: list[NewEvent]) -> str:
+    try:  # orjson writes the same document several times faster; it declines a string with a lone surrogate
+        return orjson.dumps(
+            [
+                {
+                    "uuid": event.uuid,
+                    "event": event.event,
+                    "distinct_id": event.distinct_id,
+                    # orjson writes a UTC time as isoformat() does, but would drop the seconds of another offset
+                    "timestamp": event.timestamp if event.timestamp.tzinfo is dt.UTC else event.timestamp.isoformat(),
+                    "properties": orjson.Fragment(event.properties_json),
+                }
+                for event in events
+            ]
+        ).decode()
+    except orjson.JSONEncodeError:
+        pass
     text = functools.partial(json.dumps, ensure_ascii=False)
     rows = ",".join(
         f'{{"uuid":"{event.uuid}","event":{text(event.event)},"distinct_id":{text(event.distinct_id)},'
@@ -434,8 +465,8 @@ def events_ingest(*, project_id: int, events: list[NewEvent]) -> int:
     events = list(unique.values())
     created_at = timezone.now()
     if connection.vendor == "postgresql":
-        events_ensure_partitions({month_of(event.timestamp) for event in events})
-        with connection.cursor() as cursor:
+        events_ensure_partitions(months_of(event.timestamp for event in events))
+        with _binding_cursor() as cursor:
             cursor.execute(_POSTGRESQL_INGEST, [_batch_document(events), project_id, project_id, created_at])
             return cursor.rowcount
     with transaction.atomic():

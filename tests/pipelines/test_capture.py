@@ -129,6 +129,58 @@ class TestBodies:
         assert stored.distinct_id == str(big)
         assert stored.properties == {"big": -big, "small": 2**63 - 1}
 
+    def test_numbers_are_stored_as_sent_however_they_are_spelt(self, client, project):
+        # Properties that orjson read are written back by orjson, which spells some numbers otherwise (1e16, not
+        # 1e+16): the values stored are the same.
+        numbers = {
+            "e16": 1e16,
+            "tiny": 1.5e-7,
+            "largest": 1.7976931348623157e308,
+            "smallest": 5e-324,
+            "negative_zero": -0.0,
+            "third": 1 / 3,
+            "int64": 2**63 - 1,
+            "uint64": 2**64 - 1,
+            "negative": -(2**63),
+        }
+        body = {"api_key": project.api_token, "batch": [event(properties=numbers), event(properties={"n": numbers})]}
+        assert post(client, "/batch/", body).status_code == 200
+        captured = [row.properties for row in Event.objects.order_by("id")]
+        # What the database makes of the standard library's spelling (jsonb keeps numbers as decimals).
+        Event.objects.all().delete()
+        for properties in (numbers, {"n": numbers}):
+            Event.objects.create(
+                project=project,
+                uuid=uuid.uuid4(),
+                event="e",
+                distinct_id="u",
+                properties=properties,
+                timestamp=dt.datetime.now(dt.UTC),
+            )
+        assert captured == [row.properties for row in Event.objects.order_by("id")]
+        assert captured[0]["e16"] == 1e16 and captured[0]["uint64"] == 2**64 - 1
+
+    def test_properties_nested_deeper_than_orjson_writes_are_stored(self, client, project):
+        deep: object = "bottom"
+        for _ in range(300):  # orjson reads these, but writes at most 254 levels: the standard library writes them
+            deep = [deep]
+        body = {"api_key": project.api_token, **event(properties={"deep": deep})}
+        assert post(client, "/e/", body).status_code == 200
+        assert Event.objects.get().properties == {"deep": deep}
+
+    @pytest.mark.parametrize(
+        "sent,stored",
+        [
+            ("2026-03-04T05:06:07Z", dt.datetime(2026, 3, 4, 5, 6, 7, tzinfo=dt.UTC)),
+            ("2026-03-04T05:06:07.5+00:00", dt.datetime(2026, 3, 4, 5, 6, 7, 500000, tzinfo=dt.UTC)),
+            ("2026-03-31T23:30:00-05:00", dt.datetime(2026, 4, 1, 4, 30, tzinfo=dt.UTC)),
+            ("2026-03-04T05:06:07+05:30:15", dt.datetime(2026, 3, 3, 23, 35, 52, tzinfo=dt.UTC)),
+        ],
+    )
+    def test_timestamps_in_any_offset_are_stored_at_their_instant(self, client, project, sent, stored):
+        assert post(client, "/e/", {"api_key": project.api_token, **event(timestamp=sent)}).status_code == 200
+        assert Event.objects.get().timestamp == stored
+
     def test_a_number_that_overflows_is_refused_in_the_properties(self, client, project):
         body = b'{"api_key": "%s", "event": "e", "distinct_id": "u", "properties": {"x": 1e400}}' % (
             project.api_token.encode()
@@ -449,3 +501,41 @@ def test_deleting_a_project_deletes_its_events_and_their_uuids(client, project, 
     assert EventUUID.objects.filter(project_id=second.pk).count() == 0
     assert len(rows(other_project)) == 3
     assert EventUUID.objects.filter(project=other_project).count() == 3
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        event(timestamp="2026-03-04T05:06:07.123456+02:00", uuid=UUID_1, properties={"a": [1, 2.5, None]}),
+        event(timestamp="2026-03-04T05:06:07", uuid=UUID_1.upper(), properties={}),
+        event(timestamp="2026-03-04T05:06:07Z", uuid="{" + UUID_1 + "}", properties={"deep": {"x": "é"}}),
+        event("x" * 200, "y" * 200, timestamp="2026-03-04", uuid=UUID_2, properties={"n": 1e16}),
+    ],
+)
+def test_a_plain_event_is_read_as_parse_event_reads_it(raw):
+    from pipelines.capture import parse_event, parse_plain_event
+
+    now = dt.datetime.now(dt.UTC)
+    for fast in (False, True):
+        assert parse_plain_event(raw, fast=fast) == parse_event(raw, ("batch", "0"), now=now, fast=fast)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        event(uuid=UUID_1, properties={}),  # no timestamp
+        event(timestamp="2026-03-04T05:06:07", properties={}),  # no uuid
+        event(timestamp="2026-03-04T05:06:07", uuid=UUID_1),  # no properties
+        event(distinct_id=7, timestamp="2026-03-04T05:06:07", uuid=UUID_1, properties={}),
+        event("", timestamp="2026-03-04T05:06:07", uuid=UUID_1, properties={}),
+        event("x" * 201, timestamp="2026-03-04T05:06:07", uuid=UUID_1, properties={}),
+        event(timestamp="yesterday", uuid=UUID_1, properties={}),
+        event(timestamp="2026-03-04T05:06:07", uuid="not-a-uuid", properties={}),
+        event(timestamp="2026-03-04T05:06:07", uuid=UUID_1, properties={"big": float("inf")}),
+        ["not", "an", "event"],
+    ],
+)
+def test_any_other_event_is_left_to_parse_event(raw):
+    from pipelines.capture import parse_plain_event
+
+    assert parse_plain_event(raw) is None
