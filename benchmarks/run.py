@@ -238,6 +238,9 @@ def service_environment(database_url: str, scratch: Path) -> dict[str, str]:
         "LOG_LEVEL": "WARNING",
         "GUNICORN_LOG_LEVEL": "warning",
         "GUNICORN_WORKERS": str(WORKERS),
+        # No worker replaced mid-measurement: a replaced worker closes its kept-alive connections (wrk counts socket
+        # errors) and the new one starts cold. Production replaces them every 10,000 requests (gunicorn.conf.py).
+        "GUNICORN_MAX_REQUESTS": "0",
         "HOST": "127.0.0.1",
         "PYTHONUNBUFFERED": "1",
     }
