@@ -90,6 +90,7 @@ class OrganizationProjectViewSet(
     serializer_class = ProjectSerializer
     queryset = Project.objects.none()
     required_level = {"create": ADMIN, "update": ADMIN, "partial_update": ADMIN, "destroy": ADMIN}
+    page_and_count_together = True
     # A delete checks that the organization keeps a project.
     serialize_writes = frozenset({"destroy"})
 
@@ -154,7 +155,13 @@ class MemberViewSet(OrganizationScopedViewSet, ListMixin, UpdateMixin, DestroyMi
         """A page of plain values with each member's public user columns (no password, no model instances)."""
         memberships = self.filter_queryset(self.organization.memberships.order_by("-joined_at", "id"))
         columns = MemberSerializer.page_columns()
-        page = self.paginate_queryset(memberships.values("id", "level", "joined_at", "updated_at", **columns))
+        fields = ("id", "level", "joined_at", "updated_at")
+        page = self.paginator.paginate_rows(
+            memberships,
+            request,
+            lambda ids: Membership.objects.filter(pk__in=ids).values(*fields, **columns),
+            view=self,
+        )
         return self.get_paginated_response(self.get_serializer().represent_page(page))
 
     def lookup_value(self, value):
@@ -228,6 +235,7 @@ class DomainViewSet(OrganizationScopedViewSet, ListMixin, CreateMixin, RetrieveM
     queryset = Domain.objects.none()
     required_level = {action: ADMIN for action in ("create", "update", "partial_update", "destroy", "verify")}
     activity_scope = "Domain"
+    page_and_count_together = True
 
     def get_queryset(self):
         return self.organization.domains.order_by("domain", "id")

@@ -192,7 +192,17 @@ class BaseViewSet(viewsets.GenericViewSet):
 
 
 class ListMixin(mixins.ListModelMixin):
-    """GET on the collection, paginated."""
+    """GET on the collection, paginated. With `page_and_count_together`, the page's rows and the list's count come
+    in one query (the pagination's `paginate_rows`) rather than two."""
+
+    page_and_count_together = False
+
+    def list(self, request, *args, **kwargs):
+        if not self.page_and_count_together:
+            return super().list(request, *args, **kwargs)
+        queryset = self.filter_queryset(self.get_queryset())
+        rows = self.paginator.paginate_rows(queryset, request, lambda page: queryset.filter(pk__in=page), view=self)
+        return self.get_paginated_response(self.get_serializer(rows, many=True).data)
 
 
 class CreateMixin:
