@@ -11,8 +11,9 @@ from workspace.models import User
 
 
 def with_organization_stats(queryset: QuerySet[Organization]) -> QuerySet[Organization]:
-    """Organizations with their active member count and projects: three queries for a page whatever its size
-    (COUNT, the page with the count as an annotation, and the projects prefetch)."""
+    """Organizations with their active member count and projects: two queries for a page whatever its size (the
+    page with the member count as an annotation, and the projects prefetch), plus the list's count, which the
+    organizations list reads in the page's query (`page_and_count_together`)."""
     active_members = (
         Membership.objects.filter(organization=OuterRef("pk"), user__is_active=True)
         .order_by()

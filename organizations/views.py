@@ -64,6 +64,7 @@ class OrganizationViewSet(TenantViewSet, ListMixin, CreateMixin, RetrieveMixin, 
     queryset = Organization.objects.none()
     permission_classes = [*TenantViewSet.permission_classes, KeyMayCreateOrganizations]
     required_level = {"update": ADMIN, "partial_update": ADMIN, "destroy": OWNER}
+    page_and_count_together = True
 
     def get_queryset(self):
         return with_organization_stats(visible_organizations(self.request)).order_by("name", "id")
