@@ -5,6 +5,8 @@ alice owns `organization` (and its `project`), bob is a plain member there, and 
 through the service and returns an APIClient that sends it.
 """
 
+from types import SimpleNamespace
+
 import pytest
 from django.core.cache import cache
 from django.db import connection
@@ -16,6 +18,7 @@ from organizations.models import Membership
 from tests.organizations.factories import MembershipFactory, OrganizationFactory, ProjectFactory
 from tests.reference_schema import load_reference
 from tests.workspace.factories import UserFactory
+from workspace.api import throttling
 
 
 def pytest_collection_modifyitems(config, items):
@@ -121,6 +124,14 @@ def admin_client(operator):
     client = Client()
     client.force_login(operator)
     return client
+
+
+@pytest.fixture(autouse=True)
+def _throttle_clock(monkeypatch):
+    # Rate-limit windows are aligned to the clock: a test whose requests straddled the turn of a minute saw its
+    # count start again. The limits' clock stands 30 s into a minute and 1,830 s into an hour instead.
+    now = 1_800_001_830.0
+    monkeypatch.setattr(throttling, "time", SimpleNamespace(time=lambda: now))
 
 
 @pytest.fixture(autouse=True)
