@@ -1,5 +1,6 @@
 """`make serve` (scripts/serve.sh with gunicorn.conf.py): production settings, through a real gunicorn."""
 
+import json
 import os
 import signal
 import subprocess
@@ -73,6 +74,32 @@ def test_the_gunicorn_config_sizes_itself_from_the_cores_and_takes_overrides():
     assert (
         gunicorn_config(GUNICORN_BIND="unix:/tmp/a.sock,127.0.0.1:9")["bind"] == "['unix:/tmp/a.sock', '127.0.0.1:9']"
     )
+
+
+def worker_garbage_collection(**overrides: str) -> tuple[list[int], int]:
+    """A forked worker's collector thresholds and frozen object count, from gunicorn.conf.py's fork hooks."""
+    script = (
+        "import gc, json, runpy; hooks = runpy.run_path('gunicorn.conf.py'); hooks['pre_fork'](None, None);"
+        "hooks['post_fork'](None, None); print(json.dumps([gc.get_threshold(), gc.get_freeze_count()]))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        env=environment(**overrides),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    thresholds, frozen = json.loads(result.stdout)
+    return thresholds, frozen
+
+
+def test_workers_collect_garbage_less_often_and_skip_what_the_master_loaded():
+    thresholds, frozen = worker_garbage_collection()
+    assert thresholds == [50_000, 10, 10]
+    assert frozen > 1_000  # the master's objects: the collector in a worker no longer walks them
+    assert worker_garbage_collection(GUNICORN_GC_THRESHOLD="2000")[0] == [2_000, 10, 10]
+    assert worker_garbage_collection(GUNICORN_GC_THRESHOLD="0")[0] == [700, 10, 10]  # Python's default
 
 
 @pytest.fixture
