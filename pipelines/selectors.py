@@ -49,36 +49,34 @@ CROSS JOIN LATERAL (
 def latest_runs_by_export(export_ids: list, *, count: int, columns: list[str]) -> dict:
     """`{export id: [run values, newest first]}` for the given exports, at most `count` runs each, in one query.
 
-    Each run is a dict of `columns` (model field names; `batch_export` for the export's id)."""
+    Each run is a tuple of `columns` (model field names; `batch_export` for the export's id), in that order."""
     runs: dict = {export_id: [] for export_id in export_ids}
     if not export_ids:
         return runs
     names = [run_column(name) for name in columns]
+    export = columns.index("batch_export")
     if connection.vendor == "postgresql":
         quote = connection.ops.quote_name
         sql = _LATEST_RUNS_POSTGRESQL.format(columns=", ".join(quote(name) for name in names))
         with connection.cursor() as cursor:
             cursor.execute(sql, [list(export_ids), count])
-            rows = [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
-        for row in rows:
-            runs[row["batch_export"]].append(row)
-        return runs
-    ranked = (
-        BatchExportRun.objects.filter(batch_export_id__in=export_ids)
-        .annotate(
-            rank=Window(
-                RowNumber(),
-                partition_by=F("batch_export_id"),
-                order_by=[F("created_at").desc(), F("data_interval_end").desc(), F("id").desc()],
+            rows = cursor.fetchall()
+    else:
+        rows = (
+            BatchExportRun.objects.filter(batch_export_id__in=export_ids)
+            .annotate(
+                rank=Window(
+                    RowNumber(),
+                    partition_by=F("batch_export_id"),
+                    order_by=[F("created_at").desc(), F("data_interval_end").desc(), F("id").desc()],
+                )
             )
+            .filter(rank__lte=count)
+            .order_by("batch_export_id", "rank")
+            .values_list(*names)
         )
-        .filter(rank__lte=count)
-        .order_by("batch_export_id", "rank")
-        .values(*names)
-    )
-    for row in ranked:
-        row = {column: row[name] for column, name in zip(columns, names, strict=True)}
-        runs[row["batch_export"]].append(row)
+    for row in rows:
+        runs[row[export]].append(row)
     return runs
 
 

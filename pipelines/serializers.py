@@ -148,13 +148,20 @@ class BatchExportSerializer(ModelSerializer):
     }
 
     def represent_page(self, rows: list[dict], latest_runs: dict) -> list[dict]:
-        """A list page from `PAGE_COLUMNS` values and `{export id: [run values]}`, as `.data` of the instances
+        """A list page from `PAGE_COLUMNS` values and `{export id: [run value tuples in the order of
+        BatchExportRunSerializer's fields]}` (pipelines.selectors.latest_runs_by_export), as `.data` of the instances
         would be, without a serializer per export and per run (see workspace.api.serializers.represent_rows)."""
         destinations = represent_rows(
             self.fields["destination"],
             [{"type": row["destination_type"], "config": row["destination_config"]} for row in rows],
         )
-        runs = iter(represent_rows(BatchExportRunSerializer(), [run for row in rows for run in latest_runs[row["id"]]]))
+        runs = iter(
+            represent_rows(
+                BatchExportRunSerializer(),
+                [run for row in rows for run in latest_runs[row["id"]]],
+                columns=BatchExportRunSerializer.Meta.fields,
+            )
+        )
         for row, destination in zip(rows, destinations, strict=True):
             row["destination"] = destination
             row["latest_runs"] = [next(runs) for _ in latest_runs[row["id"]]]

@@ -77,3 +77,10 @@ def test_ready_fields_are_copied_as_they_are():
     nested = {"already": "represented"}
     row = {**ROWS[0], "text": nested}
     assert represent_rows(Shown(), [row], ready=frozenset({"text"}))[0]["text"] is nested
+
+
+@pytest.mark.parametrize("row", ROWS, ids=["native", "converted", "nulls"])
+def test_a_tuple_row_in_the_order_of_its_columns_renders_as_its_dict(row):
+    columns = list(reversed(row))  # any order: each value is found by its field's name
+    as_tuple = tuple(row[name] for name in columns)
+    assert represent_rows(Shown(), [as_tuple], columns=columns) == represent_rows(Shown(), [row])
