@@ -294,8 +294,8 @@ class EventUUID(models.Model):
 
     A unique index of a partitioned table must contain its partition key, so `(project, uuid, timestamp)` on the
     events themselves would let a uuid in again with another timestamp. This small unpartitioned table holds
-    the rule instead: an ingest inserts its uuids here with ON CONFLICT DO NOTHING and stores only the events whose
-    uuid went in, in the same statement.
+    the rule instead: an ingest inserts its uuids here (plainly, and when that meets a stored uuid, again with ON
+    CONFLICT DO NOTHING) and stores only the events whose uuid went in, in the same statement.
     """
 
     pk = models.CompositePrimaryKey("project_id", "uuid")

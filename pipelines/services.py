@@ -4,6 +4,7 @@ import contextlib
 import datetime as dt
 import functools
 import json
+import sys
 import urllib.request
 import uuid
 from dataclasses import dataclass
@@ -12,7 +13,7 @@ from pathlib import Path
 import orjson
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from organizations.models import Organization, Project
@@ -352,24 +353,32 @@ class NewEvent:
 # One statement: the uuids go into the ledger unless the project has them, and only the events whose uuid went in
 # are stored. The batch travels as one JSON document (the events' properties already serialized inside it), which
 # the database reads in C; arrays of JSON texts would be escaped element by element on the way.
-_POSTGRESQL_INGEST = """
+#
+# Each statement comes in two spellings (see `_execute_ingest`): the ledger insert plain, which fails on a uuid the
+# project already has, and with ON CONFLICT DO NOTHING, which skips it. The plain one is cheaper (no speculative
+# insertion: a WAL record less per event), so it goes first.
+def _plain_and_on_conflict(statement: str) -> tuple[str, str]:
+    return statement.format(conflict=""), statement.format(conflict="ON CONFLICT DO NOTHING")
+
+
+_POSTGRESQL_INGEST = _plain_and_on_conflict("""
 WITH incoming AS (
     SELECT * FROM jsonb_to_recordset(%s::jsonb)
         AS incoming (uuid uuid, event text, distinct_id text, properties jsonb, "timestamp" timestamptz)
 ), stored AS (
     INSERT INTO pipelines_eventuuid (project_id, uuid) SELECT %s, uuid FROM incoming
-    ON CONFLICT DO NOTHING RETURNING uuid
+    {conflict} RETURNING uuid
 )
 INSERT INTO pipelines_event (uuid, project_id, event, distinct_id, properties, "timestamp", created_at)
 SELECT incoming.uuid, %s, incoming.event, incoming.distinct_id, incoming.properties, incoming."timestamp", %s
 FROM incoming JOIN stored ON stored.uuid = incoming.uuid
-"""
+""")
 
 
 # The same, for the project a capture token names: the token is looked up in the statement that stores the events,
 # so a request costs one round trip. The first column is the project's id, or NULL for a token that names none (then
 # nothing is stored).
-_POSTGRESQL_INGEST_FOR_TOKEN = """
+_POSTGRESQL_INGEST_FOR_TOKEN = _plain_and_on_conflict("""
 WITH project AS (
     SELECT id FROM organizations_project WHERE api_token = %s
 ), incoming AS (
@@ -377,7 +386,7 @@ WITH project AS (
         AS incoming (uuid uuid, event text, distinct_id text, properties jsonb, "timestamp" timestamptz)
 ), stored AS (
     INSERT INTO pipelines_eventuuid (project_id, uuid) SELECT project.id, incoming.uuid FROM incoming, project
-    ON CONFLICT DO NOTHING RETURNING uuid
+    {conflict} RETURNING uuid
 ), inserted AS (
     INSERT INTO pipelines_event (uuid, project_id, event, distinct_id, properties, "timestamp", created_at)
     SELECT incoming.uuid, project.id, incoming.event, incoming.distinct_id, incoming.properties,
@@ -386,7 +395,7 @@ WITH project AS (
     RETURNING 1
 )
 SELECT (SELECT id FROM project), (SELECT count(*) FROM inserted)
-"""
+""")
 
 
 def events_ingest_for_token(*, token: str, events: list[NewEvent]) -> int | None:
@@ -401,22 +410,65 @@ def events_ingest_for_token(*, token: str, events: list[NewEvent]) -> int | None
     events = list(unique.values())
     events_ensure_partitions(months_of(event.timestamp for event in events))
     with _binding_cursor() as cursor:
-        cursor.execute(_POSTGRESQL_INGEST_FOR_TOKEN, [token, _batch_document(events), timezone.now()])
+        _execute_ingest(cursor, _POSTGRESQL_INGEST_FOR_TOKEN, [token, _batch_document(events), timezone.now()])
         project_id, stored = cursor.fetchone()
     return None if project_id is None else stored
+
+
+def _execute_ingest(cursor, statements: tuple[str, str], params: list) -> None:
+    """Run an ingest statement: first with a plain insert into the ledger, and only if that fails on a uuid the
+    project already has, again with ON CONFLICT DO NOTHING, which stores the rest of the batch.
+
+    The batch's own repeats are gone by then, so the plain insert fails only on an earlier request's uuid (or a
+    concurrent one's, once that commits: the insert waits for it). A failed statement leaves nothing behind: in
+    autocommit (the capture views) it was its own transaction; inside the caller's transaction it runs in a
+    savepoint, which costs two round trips more."""
+    plain, on_conflict = statements
+    try:
+        with transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext():
+            cursor.execute(plain, params)
+    except IntegrityError as error:
+        if getattr(getattr(error.__cause__, "diag", None), "table_name", None) != EventUUID._meta.db_table:
+            raise
+        cursor.execute(on_conflict, params)
 
 
 @contextlib.contextmanager
 def _binding_cursor():
     """A cursor of the (PostgreSQL) connection that sends the parameters apart from the statement: a batch's document
     of tens of kilobytes then reaches the database as it is, where as a literal inside the statement it would be
-    escaped on the way and scanned by the database's parser (together about a fifth of a batch's cost)."""
-    from django.db.backends.postgresql.base import ServerBindingCursor
+    escaped on the way and scanned by the database's parser (together about a fifth of a batch's cost).
 
+    Its statements are also prepared: each connection parses and plans an ingest statement once, instead of on
+    every batch (0.2-0.6 ms of the database's time each). The database plans a prepared statement again by itself
+    when a table it reads changes (a partition made or dropped)."""
     with connection.cursor() as cursor:  # Django's checks, error wrapping and query logging, around another cursor
         cursor.cursor.close()
-        cursor.cursor = ServerBindingCursor(connection.connection)
+        cursor.cursor = _preparing_cursor_class()(connection.connection)
         yield cursor
+
+
+@functools.cache
+def _preparing_cursor_class():
+    from django.db.backends.postgresql.base import ServerBindingCursor
+
+    class PreparingCursor(ServerBindingCursor):
+        """Prepares every statement it executes. Django turns psycopg's preparing off on its connections
+        (`prepare_threshold` None, under which psycopg ignores `prepare=True` too), so the threshold is lifted for
+        the one statement: to a count never reached, so that nothing else is prepared behind Django's back."""
+
+        def execute(self, query, params=None, *, prepare=None, binary=None):
+            psycopg_connection = self.connection
+            threshold = psycopg_connection.prepare_threshold
+            if threshold is not None:
+                return super().execute(query, params, prepare=True, binary=binary)
+            psycopg_connection.prepare_threshold = sys.maxsize
+            try:
+                return super().execute(query, params, prepare=True, binary=binary)
+            finally:
+                psycopg_connection.prepare_threshold = threshold
+
+    return PreparingCursor
 
 
 def _batch_document(events: list[NewEvent]) -> str:
@@ -467,7 +519,7 @@ def events_ingest(*, project_id: int, events: list[NewEvent]) -> int:
     if connection.vendor == "postgresql":
         events_ensure_partitions(months_of(event.timestamp for event in events))
         with _binding_cursor() as cursor:
-            cursor.execute(_POSTGRESQL_INGEST, [_batch_document(events), project_id, project_id, created_at])
+            _execute_ingest(cursor, _POSTGRESQL_INGEST, [_batch_document(events), project_id, project_id, created_at])
             return cursor.rowcount
     with transaction.atomic():
         known = set()

@@ -23,7 +23,7 @@ from pipelines.partitions import (
     month_of,
     partition_name,
 )
-from pipelines.services import NewEvent, events_ingest
+from pipelines.services import NewEvent, events_ingest, events_ingest_for_token
 from tests.concurrency.parallel import Call, fire, histogram
 from tests.organizations.factories import OrganizationFactory, ProjectFactory
 
@@ -199,3 +199,25 @@ def test_sqlite_has_one_plain_table(project, made_partitions):
     assert call_command("create_event_partitions") == (
         "The events table is not partitioned on this database; nothing to do."
     )
+
+
+@requires_postgres
+def test_a_partition_made_or_dropped_between_two_ingests_is_planned_for(project, made_partitions):
+    """An ingest statement is prepared once per connection: the database plans it again when a partition comes or
+    goes, so the events of a month still land where its partition (or the DEFAULT one) is."""
+    for _ in range(8):  # past the executions after which the database keeps one generic plan
+        events_ingest_for_token(token=project.api_token, events=[new_event(timezone.now())])
+    month = add_months(THIS_MONTH, -7)
+    assert month not in existing_partitions()
+    into_new = new_event(middle_of(month))
+    assert events_ingest_for_token(token=project.api_token, events=[into_new]) == 1
+    assert partition_holding(into_new.uuid) == partition_name(month)
+
+    with connection.cursor() as cursor:
+        cursor.execute(f"DROP TABLE {partition_name(month)}")  # this process still takes it for made
+    into_default = new_event(middle_of(month))
+    assert events_ingest_for_token(token=project.api_token, events=[into_default]) == 1
+    assert partition_holding(into_default.uuid) == DEFAULT_PARTITION
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE %s", ["%pipelines_event %"])
+        assert cursor.fetchone() == (1,)
