@@ -354,11 +354,17 @@ class NewEvent:
 # are stored. The batch travels as one JSON document (the events' properties already serialized inside it), which
 # the database reads in C; arrays of JSON texts would be escaped element by element on the way.
 #
-# Each statement comes in two spellings (see `_execute_ingest`): the ledger insert plain, which fails on a uuid the
-# project already has, and with ON CONFLICT DO NOTHING, which skips it. The plain one is cheaper (no speculative
-# insertion: a WAL record less per event), so it goes first.
+# Each statement comes in two spellings (see `_execute_ingest`). The first inserts into the ledger plainly and fails
+# on a uuid the project already has; when it succeeds every uuid went in, so the events are stored straight from the
+# document. The second skips such uuids (ON CONFLICT DO NOTHING) and stores only the events of those it inserted.
+# The first is cheaper (no speculative insertion, a WAL record less per event; no join), so it goes first.
 def _plain_and_on_conflict(statement: str) -> tuple[str, str]:
-    return statement.format(conflict=""), statement.format(conflict="ON CONFLICT DO NOTHING")
+    plain = statement.format(on_conflict="", only_stored="")
+    on_conflict = statement.format(
+        on_conflict="\n    ON CONFLICT DO NOTHING RETURNING uuid",
+        only_stored=" JOIN stored ON stored.uuid = incoming.uuid",
+    )
+    return plain, on_conflict
 
 
 _POSTGRESQL_INGEST = _plain_and_on_conflict("""
@@ -366,12 +372,11 @@ WITH incoming AS (
     SELECT * FROM jsonb_to_recordset(%s::jsonb)
         AS incoming (uuid uuid, event text, distinct_id text, properties jsonb, "timestamp" timestamptz)
 ), stored AS (
-    INSERT INTO pipelines_eventuuid (project_id, uuid) SELECT %s, uuid FROM incoming
-    {conflict} RETURNING uuid
+    INSERT INTO pipelines_eventuuid (project_id, uuid) SELECT %s, uuid FROM incoming{on_conflict}
 )
 INSERT INTO pipelines_event (uuid, project_id, event, distinct_id, properties, "timestamp", created_at)
 SELECT incoming.uuid, %s, incoming.event, incoming.distinct_id, incoming.properties, incoming."timestamp", %s
-FROM incoming JOIN stored ON stored.uuid = incoming.uuid
+FROM incoming{only_stored}
 """)
 
 
@@ -385,13 +390,13 @@ WITH project AS (
     SELECT * FROM jsonb_to_recordset(%s::jsonb)
         AS incoming (uuid uuid, event text, distinct_id text, properties jsonb, "timestamp" timestamptz)
 ), stored AS (
-    INSERT INTO pipelines_eventuuid (project_id, uuid) SELECT project.id, incoming.uuid FROM incoming, project
-    {conflict} RETURNING uuid
+    INSERT INTO pipelines_eventuuid (project_id, uuid)
+    SELECT project.id, incoming.uuid FROM incoming, project{on_conflict}
 ), inserted AS (
     INSERT INTO pipelines_event (uuid, project_id, event, distinct_id, properties, "timestamp", created_at)
     SELECT incoming.uuid, project.id, incoming.event, incoming.distinct_id, incoming.properties,
         incoming."timestamp", %s
-    FROM incoming JOIN stored ON stored.uuid = incoming.uuid CROSS JOIN project
+    FROM incoming{only_stored} CROSS JOIN project
     RETURNING 1
 )
 SELECT (SELECT id FROM project), (SELECT count(*) FROM inserted)
