@@ -358,6 +358,9 @@ class NewEvent:
 # on a uuid the project already has; when it succeeds every uuid went in, so the events are stored straight from the
 # document. The second skips such uuids (ON CONFLICT DO NOTHING) and stores only the events of those it inserted.
 # The first is cheaper (no speculative insertion, a WAL record less per event; no join), so it goes first.
+# Both take the ledger's rows in uuid order: two batches at once that share uuids then wait for each other's rows in
+# the same order, where in their own orders each could hold a row the other waits for (a deadlock, which the database
+# ends by failing one of them).
 def _plain_and_on_conflict(statement: str) -> tuple[str, str]:
     plain = statement.format(on_conflict="", only_stored="")
     on_conflict = statement.format(
@@ -372,7 +375,7 @@ WITH incoming AS (
     SELECT * FROM jsonb_to_recordset(%s::jsonb)
         AS incoming (uuid uuid, event text, distinct_id text, properties jsonb, "timestamp" timestamptz)
 ), stored AS (
-    INSERT INTO pipelines_eventuuid (project_id, uuid) SELECT %s, uuid FROM incoming{on_conflict}
+    INSERT INTO pipelines_eventuuid (project_id, uuid) SELECT %s, uuid FROM incoming ORDER BY uuid{on_conflict}
 )
 INSERT INTO pipelines_event (uuid, project_id, event, distinct_id, properties, "timestamp", created_at)
 SELECT incoming.uuid, %s, incoming.event, incoming.distinct_id, incoming.properties, incoming."timestamp", %s
@@ -391,7 +394,7 @@ WITH project AS (
         AS incoming (uuid uuid, event text, distinct_id text, properties jsonb, "timestamp" timestamptz)
 ), stored AS (
     INSERT INTO pipelines_eventuuid (project_id, uuid)
-    SELECT project.id, incoming.uuid FROM incoming, project{on_conflict}
+    SELECT project.id, incoming.uuid FROM incoming, project ORDER BY incoming.uuid{on_conflict}
 ), inserted AS (
     INSERT INTO pipelines_event (uuid, project_id, event, distinct_id, properties, "timestamp", created_at)
     SELECT incoming.uuid, project.id, incoming.event, incoming.distinct_id, incoming.properties,

@@ -6,6 +6,7 @@ tests commit (transactional_db) and drop the partitions they made afterwards.
 
 import datetime as dt
 import logging
+import threading
 import uuid
 
 import pytest
@@ -159,6 +160,43 @@ def test_twenty_batches_at_once_of_a_new_month_make_one_partition_and_store_each
             "SELECT DISTINCT tableoid::regclass::text FROM pipelines_event WHERE project_id = %s", [project.pk]
         )
         assert cursor.fetchall() == [(partition_name(month),)]
+
+
+@requires_postgres
+def test_batches_at_once_repeating_uuids_in_opposite_orders_all_succeed(project):
+    # Each batch takes its uuids' ledger rows one after another; in opposite orders, two batches could each hold a
+    # row the other waits for (a deadlock, which the database ends by failing one of them).
+    rounds, shared_uuids, senders_at_once = 5, 300, 6
+    now = timezone.now()
+    failures = []
+
+    def ingest(batch: list[NewEvent], start: threading.Barrier) -> None:
+        try:
+            connection.ensure_connection()
+            start.wait(timeout=10)  # all connected: the batches go in together
+            events_ingest(project_id=project.pk, events=batch)
+        except DatabaseError as error:
+            failures.append(error)
+        finally:
+            connection.close()
+
+    for _ in range(rounds):
+        shared = [uuid.uuid4() for _ in range(shared_uuids)]
+        start = threading.Barrier(senders_at_once)
+        senders = [
+            threading.Thread(
+                target=ingest,
+                args=([new_event(now, event_uuid=value) for value in shared[:: 1 if i % 2 else -1]], start),
+            )
+            for i in range(senders_at_once)
+        ]
+        for sender in senders:
+            sender.start()
+        for sender in senders:
+            sender.join()
+
+    assert failures == []
+    assert Event.objects.filter(project=project).count() == rounds * shared_uuids
 
 
 @requires_postgres
