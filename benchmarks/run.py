@@ -98,7 +98,7 @@ def main() -> int:
     parser.add_argument("--duration", type=float, default=5.0, help="seconds of load per endpoint")
     parser.add_argument("--reuse", action="store_true", help="keep the database of the last run if it has data")
     parser.add_argument("--only", default="", help="comma-separated words: run only endpoints whose name has one")
-    parser.add_argument("--ingest-batches", type=int, default=300, help="/batch/ posts of 100 events to time")
+    parser.add_argument("--ingest-batches", type=int, default=1_200, help="/batch/ posts of 100 events to time")
     parser.add_argument("--ingest-senders", type=int, default=16, help="client threads posting batches")
     args = parser.parse_args()
 
