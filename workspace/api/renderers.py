@@ -23,9 +23,12 @@ from rest_framework.utils.encoders import JSONEncoder
 _OPTIONS = orjson.OPT_UTC_Z
 _LINE_SEPARATORS = (b"\xe2\x80\xa8", b"\xe2\x80\xa9")  # U+2028 and U+2029 in UTF-8
 # Where a float may be spelled otherwise than Python spells it: orjson writes `1e20`, `1.5e-7` and `0.00001` where
-# Python writes `1e+20`, `1.5e-07` and `1e-05`: an exponent after a digit, or `0.0000`, in a number token; text in
-# a string that merely looks like one (a UUID's `4e5f`) does not count.
-_FLOAT_CANDIDATE = re.compile(rb"\de[-\d]|0\.0000")
+# Python writes `1e+20`, `1.5e-07` and `1e-05`: an exponent after a digit (`<digit>e<digit>` or `<digit>e-`), or
+# `0.0000`, in a number token; text in a string that merely looks like one (a UUID's `4e5f`) does not count. With
+# every digit written as 0, the exponents are two substrings, which `in` finds several times faster than a regex.
+_FLOAT_SMALL = b"0.0000"
+_FLOAT_EXPONENTS = (b"0e0", b"0e-")
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
 # The same, for output that may hold quotes inside strings: a number token, right after `:`, `,` or `[` (orjson
 # writes no spaces).
 _FLOAT_TOKEN_CANDIDATE = re.compile(rb"[:,\[][-.\d]*(?:\de[-\d]|0\.0000)")
@@ -36,7 +39,11 @@ def _floats_spelled_otherwise(output: bytes) -> bool:
         return _FLOAT_TOKEN_CANDIDATE.search(output) is not None
     # With no quote inside a string, every other piece between quotes is a string; the rest holds only structure,
     # numbers and literals. Leaving the strings out first is twice as fast as one scan of a page full of UUIDs.
-    return _FLOAT_CANDIDATE.search(b"".join(output.split(b'"')[::2])) is not None
+    rest = b"".join(output.split(b'"')[::2])
+    if _FLOAT_SMALL in rest:
+        return True
+    rest = rest.translate(_DIGITS_AS_ZERO)
+    return any(exponent in rest for exponent in _FLOAT_EXPONENTS)
 
 
 class JSONRenderer(renderers.JSONRenderer):
