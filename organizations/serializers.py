@@ -116,8 +116,8 @@ class MemberSerializer(ModelSerializer):
     def represent_page(self, rows: list[dict]) -> list[dict]:
         """A list page from `page_columns` values, as `.data` of the instances would be, without a serializer or
         model instances per member (see workspace.api.serializers.represent_rows)."""
-        user_serializer = self.fields["user"]
-        names = list(user_serializer.fields)
+        user_serializer = UserBasicSerializer()
+        names = readable_field_names(user_serializer)
         users = represent_rows(user_serializer, [{name: row[f"user__{name}"] for name in names} for row in rows])
         for row, user in zip(rows, users, strict=True):
             row["user"] = user

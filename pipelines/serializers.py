@@ -152,7 +152,7 @@ class BatchExportSerializer(ModelSerializer):
         BatchExportRunSerializer's fields]}` (pipelines.selectors.latest_runs_by_export), as `.data` of the instances
         would be, without a serializer per export and per run (see workspace.api.serializers.represent_rows)."""
         destinations = represent_rows(
-            self.fields["destination"],
+            BatchExportDestinationSerializer(),
             [{"type": row["destination_type"], "config": row["destination_config"]} for row in rows],
         )
         runs = iter(

@@ -10,6 +10,7 @@ from rest_framework import serializers
 from workspace.api import serializers as plumbing
 from workspace.api.fields import StrictCharField, StrictIntegerChoiceField
 from workspace.api.serializers import readable_field_names, represent_rows
+from workspace.models import User
 
 
 class Plain(serializers.Serializer):
@@ -54,6 +55,20 @@ def test_fields_that_read_only_their_options_are_read_once_for_the_class():
     assert (Plain, frozenset()) in plumbing._READABLE_FIELDS
     assert represent_rows(Plain(), [row]) == expected
     assert readable_field_names(Plain()) == ["id", "text", "level", "when", "identifier", "tags"]
+
+
+def test_the_fields_of_a_model_serializer_are_read_once_for_the_class():
+    """This project's ModelSerializer builds its fields from the class alone (a per-class prototype, copied)."""
+
+    class Person(plumbing.ModelSerializer):
+        class Meta:
+            model = User
+            fields = ["id", "email", "first_name"]
+
+    row = {"id": 7, "email": "a@example.com", "first_name": "A"}
+    assert represent_rows(Person(), [row]) == [row]
+    assert (Person, frozenset()) in plumbing._READABLE_FIELDS
+    assert represent_rows(Person(), [row]) == [row]
 
 
 def test_a_field_reading_the_context_is_read_off_each_instance():

@@ -93,13 +93,22 @@ def _readable_fields(serializer: serializers.Serializer, ready: frozenset[str]) 
     fields = _field_list(serializer, ready)
     same_for_every_instance = (
         type(serializer).__init__ is serializers.BaseSerializer.__init__
-        and type(serializer).get_fields in (serializers.Serializer.get_fields, serializers.ModelSerializer.get_fields)
+        and type(serializer).get_fields in _CLASS_ONLY_GET_FIELDS
         and all(name in ready or _context_free(field) for name, field, _ in fields)
     )
     if same_for_every_instance:
         # The fields of an instance of its own, which holds no request.
         _READABLE_FIELDS[key] = _field_list(type(serializer)(), ready)
     return fields
+
+
+# The `get_fields` that build a serializer's fields from its class alone (this module's ModelSerializer copies them
+# from a per-class prototype).
+_CLASS_ONLY_GET_FIELDS = (
+    serializers.Serializer.get_fields,
+    serializers.ModelSerializer.get_fields,
+    ModelSerializer.get_fields,
+)
 
 
 def _field_list(serializer: serializers.Serializer, ready: frozenset[str]) -> list:
