@@ -86,3 +86,10 @@ def test_connections_carry_the_timeouts_and_keepalives(settings):
     assert parameters["connect_timeout"] == "5"
     assert parameters["keepalives"] == "1"
     assert settings.DATABASE_RESPONSE_TIMEOUT_MS == settings.DATABASE_STATEMENT_TIMEOUT_MS + 5_000
+
+
+def test_connections_plan_for_short_indexed_queries(settings):
+    """No JIT compilation, and random reads priced for SSDs or memory (DATABASE_RANDOM_PAGE_COST)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_setting('jit'), current_setting('random_page_cost')::float")
+        assert cursor.fetchone() == ("off", settings.DATABASE_RANDOM_PAGE_COST) == ("off", 1.1)
