@@ -1,44 +1,67 @@
-"""A dashboard as its detail read shows it, in two queries after the caller's: the dashboard with its tags, then its
-shown tiles with their insights, texts, users, and each insight's tags and dashboards.
-
-The same objects the prefetches of dashboards.selectors give (`tiles_prefetch`, `dashboard_tags_prefetch`), so the
-serializers read them the same way; the lists that would each take a query of their own (tags, an insight's
-dashboards) come as arrays in their rows (`NamesSubquery`), and Django's prefetch machinery is not involved.
+"""A dashboard as its detail read shows it, in two queries after the caller's, each compiled once per connection
+(workspace.api.rows.CompiledQuery): the dashboard as a list page reads it (dashboards.selectors.dashboard_page_rows)
+plus its filters, then its shown tiles with their insights and texts, their users, and each insight's tags and
+dashboards. Both are plain values that the serializers represent without model instances (`represent_detail`).
 """
 
-from django.db.models import OuterRef, QuerySet
+from django.db.models import OuterRef
 
-from dashboards.models import Dashboard, DashboardTag, DashboardTile, InsightTag
-from dashboards.selectors import NamesSubquery, live_tiles, names_list, shown_tiles
-from workspace.api.rows import as_prefetched
+from dashboards.models import Dashboard, InsightTag
+from dashboards.selectors import (
+    CREATOR_COLUMNS,
+    INSIGHT_PAGE_COLUMNS,
+    NamesSubquery,
+    dashboard_page_rows,
+    live_tiles,
+    shown_tiles,
+)
+from workspace.api.rows import CompiledQuery
+
+# The users a tile's row names: `<user>_id`, and their columns as `<user>__<column>`.
+TILE_USERS = ("insight__created_by", "insight__last_modified_by", "text__created_by")
+TILE_COLUMNS = ["id", "layouts", "color", "order", "deleted", "insight_id", "text_id"]
+TEXT_COLUMNS = ["id", "body", "last_modified_at"]
 
 
-def with_tag_names(dashboards: QuerySet[Dashboard]) -> QuerySet[Dashboard]:
-    """Dashboards with their tags (in tag order) as the array `detail_tag_names`."""
-    tags = DashboardTag.objects.filter(dashboard=OuterRef("pk")).order_by("id").values("name")
-    return dashboards.annotate(detail_tag_names=NamesSubquery(tags))
+def _dashboard(project: int, user: int, dashboard: int):
+    page = Dashboard.objects.filter(project_id=project, deleted=False, pk=dashboard).values("pk")
+    return dashboard_page_rows(page, user=user, columns=["filters"])
 
 
-def attach_details(dashboard: Dashboard) -> Dashboard:
-    """Give a dashboard of `with_tag_names` its tags and its shown tiles, as the prefetches would."""
-    tags = [DashboardTag(name=name) for name in names_list(dashboard.detail_tag_names)]
-    as_prefetched(dashboard, "tag_rows", DashboardTag, tags)
+def _tiles(dashboard: int):
     insight_tags = InsightTag.objects.filter(insight=OuterRef("insight_id")).order_by("id").values("name")
     insight_dashboards = live_tiles().filter(insight=OuterRef("insight_id")).values("dashboard_id")
-    tiles = list(
+    return (
         shown_tiles(details=False)
-        .filter(dashboard=dashboard)
-        .select_related("insight__created_by", "insight__last_modified_by", "text__created_by")
+        .filter(dashboard_id=dashboard)
         .annotate(
             insight_tag_names=NamesSubquery(insight_tags),
             insight_dashboard_ids=NamesSubquery(insight_dashboards),
         )
+        .values(
+            *TILE_COLUMNS,
+            "insight_tag_names",
+            "insight_dashboard_ids",
+            *(f"insight__{column}" for column in INSIGHT_PAGE_COLUMNS),
+            *(f"text__{column}" for column in TEXT_COLUMNS),
+            *(f"{user}_id" for user in TILE_USERS),
+            *(f"{user}__{column}" for user in TILE_USERS for column in CREATOR_COLUMNS),
+        )
     )
-    for tile in tiles:
-        insight = tile.insight
-        if insight is not None:
-            names = names_list(tile.insight_tag_names)
-            as_prefetched(insight, "tag_rows", InsightTag, [InsightTag(name=name) for name in names])
-            insight.live_tiles = [DashboardTile(dashboard_id=pk) for pk in names_list(tile.insight_dashboard_ids)]
-    as_prefetched(dashboard, "tiles", DashboardTile, tiles)
-    return dashboard
+
+
+_DASHBOARD = CompiledQuery(_dashboard)
+_TILES = CompiledQuery(_tiles)
+
+
+def dashboard_detail_row(*, project_id: int, user_id: int, dashboard_id: int) -> dict | None:
+    """The (not deleted) dashboard of the project as `dashboard_page_rows` gives it, with `filters`; else None."""
+    rows = _DASHBOARD.rows(project=project_id, user=user_id, dashboard=dashboard_id)
+    return rows[0] if rows else None
+
+
+def dashboard_tile_rows(dashboard_id: int) -> list[dict]:
+    """The dashboard's shown tiles in order: `TILE_COLUMNS`, `insight__<column>` (INSIGHT_PAGE_COLUMNS),
+    `text__<column>` (TEXT_COLUMNS), the users of `TILE_USERS`, and the insight's `insight_tag_names` and
+    `insight_dashboard_ids` (decode both with `names_list`)."""
+    return _TILES.rows(dashboard=dashboard_id)

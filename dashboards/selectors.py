@@ -107,10 +107,10 @@ CREATOR_COLUMNS = [
 ]
 
 
-def dashboard_page_rows(page: QuerySet, *, user) -> QuerySet:
-    """The dashboards of a page (`page`: a subquery of their ids) as plain values: their columns, their creator's
-    public columns (`created_by__<column>`), `tags` in tag order (decode them with `names_list`), `is_shared` and
-    `caller_is_collaborator`."""
+def dashboard_page_rows(page: QuerySet, *, user, columns: list[str] = ()) -> QuerySet:
+    """The dashboards of a page (`page`: a subquery of their ids) as plain values: their columns (and `columns`),
+    their creator's public columns (`created_by__<column>`), `tags` in tag order (decode them with `names_list`),
+    `is_shared` and `caller_is_collaborator`."""
     return (
         Dashboard.objects.filter(pk__in=page)
         .annotate(
@@ -120,6 +120,7 @@ def dashboard_page_rows(page: QuerySet, *, user) -> QuerySet:
         )
         .values(
             *DASHBOARD_PAGE_COLUMNS,
+            *columns,
             "is_shared",
             "caller_is_collaborator",
             "tags",

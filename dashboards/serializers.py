@@ -4,6 +4,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail
 
+from dashboards.detail import TEXT_COLUMNS, TILE_COLUMNS, TILE_USERS
 from dashboards.models import (
     MAX_TAGS_PER_DASHBOARD,
     MAX_TEXT_BODY,
@@ -16,7 +17,7 @@ from dashboards.models import (
     Text,
 )
 from dashboards.permissions import can_edit
-from dashboards.selectors import names_list, shown_tiles
+from dashboards.selectors import CREATOR_COLUMNS, INSIGHT_PAGE_COLUMNS, names_list, shown_tiles
 from dashboards.services import clean_tags
 from dashboards.template_library import TemplateError, bundled_templates, validate_layouts, validate_template
 from organizations.models import Membership
@@ -246,9 +247,10 @@ class DashboardBasicSerializer(ModelSerializer):
         ]
         read_only_fields = fields
 
-    def represent_page(self, rows: list[dict]) -> list[dict]:
+    def represent_page(self, rows: list[dict], *, ready: frozenset[str] = frozenset()) -> list[dict]:
         """A list page from `dashboards.selectors.dashboard_page_rows`, as `.data` of the instances would be,
-        without a serializer or model instances per dashboard (see workspace.api.serializers.represent_rows)."""
+        without a serializer or model instances per dashboard (see workspace.api.serializers.represent_rows); the
+        fields named in `ready` are in the rows already represented."""
         creators = represent_users(UserBasicSerializer(), rows, ("created_by",))
         for row in rows:
             creator_id = row["created_by_id"]
@@ -263,7 +265,7 @@ class DashboardBasicSerializer(ModelSerializer):
                 caller_is_collaborator=row["caller_is_collaborator"],
             )
             row["effective_privilege_level"] = self.get_effective_privilege_level(stand_in)
-        return represent_rows(self, rows, ready=frozenset({"created_by", "effective_privilege_level"}))
+        return represent_rows(self, rows, ready=frozenset({"created_by", "effective_privilege_level"}) | ready)
 
     @extend_schema_field(RestrictionLevelField())
     def get_effective_privilege_level(self, dashboard: Dashboard) -> int:
@@ -311,6 +313,39 @@ class DashboardSerializer(DashboardBasicSerializer):
         ]
         extra_kwargs = {"name": {"required": False}}
 
+    def represent_detail(self, row: dict, tile_rows: list[dict]) -> dict:
+        """The detail from `dashboards.detail.dashboard_detail_row` and `dashboard_tile_rows`, as `.data` of the
+        instance would be, without model instances or a serializer per tile (see `represent_page`)."""
+        users = represent_users(UserBasicSerializer(), tile_rows, TILE_USERS)
+        insight_rows, text_rows = [], []
+        for tile in tile_rows:
+            if tile["insight_id"] is not None:
+                insight_rows.append(
+                    {
+                        **{column: tile[f"insight__{column}"] for column in INSIGHT_PAGE_COLUMNS},
+                        "tag_names": tile["insight_tag_names"],
+                        "dashboard_ids": tile["insight_dashboard_ids"],
+                        **{f"{user}__{column}": tile[f"insight__{user}__{column}"] for user, column in _INSIGHT_USERS},
+                    }
+                )
+            if tile["text_id"] is not None:
+                text = {column: tile[f"text__{column}"] for column in TEXT_COLUMNS}
+                text["created_by"] = users.get(tile["text__created_by_id"])
+                text_rows.append(text)
+        insights = iter(InsightSerializer().represent_page(insight_rows))
+        texts = iter(represent_rows(TextSerializer(), text_rows, ready=frozenset({"created_by"})))
+        tiles = [
+            {
+                **{column: tile[column] for column in TILE_COLUMNS},
+                "insight": None if tile["insight_id"] is None else next(insights),
+                "text": None if tile["text_id"] is None else next(texts),
+            }
+            for tile in tile_rows
+        ]
+        row["tiles"] = represent_rows(DashboardTileSerializer(), tiles, ready=frozenset({"insight", "text"}))
+        [item] = self.represent_page([row], ready=frozenset({"tiles"}))
+        return item
+
     def validate_tags(self, value: list[str]) -> list[str]:
         return clean_tags(value)
 
@@ -349,6 +384,10 @@ class DashboardSerializer(DashboardBasicSerializer):
                 {"use_dashboard": [ErrorDetail("Use either use_template or use_dashboard, not both.", "invalid_input")]}
             )
         return attrs
+
+
+# The users of an insight, as InsightSerializer.represent_page reads them, with each of their columns.
+_INSIGHT_USERS = [(user, column) for user in ("created_by", "last_modified_by") for column in CREATOR_COLUMNS]
 
 
 class TileReferenceSerializer(serializers.Serializer):

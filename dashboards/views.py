@@ -1,12 +1,13 @@
 from functools import cached_property
 
+from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import exceptions, status
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from dashboards.detail import attach_details, with_tag_names
+from dashboards.detail import dashboard_detail_row, dashboard_tile_rows
 from dashboards.filters import DashboardFilterSet, InsightFilterSet
 from dashboards.models import Dashboard, Insight, SharingConfiguration
 from dashboards.permissions import (
@@ -123,9 +124,6 @@ class DashboardViewSet(
     serialize_writes = frozenset({"move_tile"})
 
     def get_queryset(self):
-        if self.action == "retrieve":
-            # The tiles come after the dashboard is found (retrieve); its tags come in its row.
-            return with_tag_names(self.dashboards().filter(deleted=False)).order_by("-pinned", "name", "id")
         queryset = self.dashboards().prefetch_related(dashboard_tags_prefetch())
         # A soft-deleted dashboard is reachable only by PATCH or PUT, so that `{"deleted": false}` can restore it.
         if self.action not in ("partial_update", "update"):
@@ -153,8 +151,27 @@ class DashboardViewSet(
         return self.get_paginated_response(self.get_serializer().represent_page(rows))
 
     def retrieve(self, request, *args, **kwargs):
-        """The dashboard (with its tags) found as any object is, then its tiles in one query (dashboards.detail)."""
-        return self.object_response(attach_details(self.get_object()))
+        """The dashboard as plain values in one query, then its tiles in one more (dashboards.detail), represented
+        without model instances: the same representation, and ETag, as the write path's."""
+        try:
+            dashboard_id = int(self.kwargs[self.lookup_url_kwarg or self.lookup_field])
+        except (TypeError, ValueError) as error:
+            raise Http404 from error
+        row = None
+        if -(2**63) <= dashboard_id < 2**63:  # what a database integer holds
+            row = dashboard_detail_row(project_id=self.project.pk, user_id=request.user.pk, dashboard_id=dashboard_id)
+        if row is None:
+            raise Http404(f"No {Dashboard._meta.object_name} matches the given query.")  # as get_object_or_404 says
+        # What the object permissions read of a dashboard.
+        stand_in = Dashboard(
+            pk=row["id"],
+            project=self.project,
+            created_by_id=row["created_by_id"],
+            restriction_level=row["restriction_level"],
+        )
+        stand_in.caller_is_collaborator = row["caller_is_collaborator"]
+        self.check_object_permissions(request, stand_in)
+        return self.object_response(data=self.get_serializer().represent_detail(row, dashboard_tile_rows(row["id"])))
 
     def refetch(self, instance):
         return self.dashboards().prefetch_related(dashboard_tags_prefetch(), tiles_prefetch()).get(pk=instance.pk)

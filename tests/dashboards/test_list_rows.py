@@ -56,3 +56,31 @@ def test_each_dashboard_of_the_list_is_its_detail_without_what_only_the_detail_s
     by_id = {item["id"]: item for item in items}
     assert by_id[restricted.id]["tags"] == ["b", "a"]
     assert by_id[collaborating.id]["is_shared"] is True
+
+
+def test_the_dashboard_detail_is_what_the_write_path_represents(key_client, project, alice, bob):
+    """The detail read represents plain rows (dashboards.detail); a write answers with the serializer's
+    representation of the instance. Both must be the same, byte for byte and ETag for ETag."""
+    dashboard = DashboardFactory(
+        project=project, created_by=bob, tags=["b", "a"], restriction_level=RestrictionLevel.ONLY_COLLABORATORS_CAN_EDIT
+    )
+    DashboardCollaboratorFactory(dashboard=dashboard, user=alice)
+    SharingConfigurationFactory(dashboard=dashboard, enabled=True)
+    insight = InsightFactory(project=project, created_by=alice, last_modified_by=bob, tags=["t"], filters={"x": 2.5})
+    DashboardTileFactory(dashboard=dashboard, insight=insight, color="blue")
+    DashboardTileFactory(dashboard=dashboard, insight__created_by=None, insight__last_modified_by=None)
+    DashboardTileFactory(dashboard=dashboard, text_tile=True, text__created_by=alice)
+    DashboardTileFactory(dashboard=dashboard, text_tile=True, text__created_by=None)
+    DashboardTileFactory(dashboard=dashboard, deleted=True)
+    DashboardTileFactory(dashboard=DashboardFactory(project=project), insight=insight)
+    client = key_client("dashboard:read", "dashboard:write", user=alice)
+    url = f"/api/projects/{project.id}/dashboards/{dashboard.id}/"
+
+    read = client.get(url)
+    written = client.patch(url, {"pinned": False}, format="json")  # no change: the write path's representation
+
+    assert read.status_code == written.status_code == 200
+    assert read.content == written.content
+    assert read["ETag"] == written["ETag"]
+    assert len(read.json()["tiles"]) == 4
+    assert client.get(url, HTTP_IF_NONE_MATCH=written["ETag"]).status_code == 304

@@ -1,5 +1,6 @@
 """Conditional requests: a strong ETag per object representation, `If-Match` (412) and `If-None-Match` (304)."""
 
+import datetime
 import hashlib
 import json
 
@@ -13,9 +14,20 @@ class PreconditionFailed(exceptions.APIException):
     default_code = "precondition_failed"
 
 
+class _RenderedJSONEncoder(DjangoJSONEncoder):
+    """Date-times as the response shows them: a representation may leave them to the renderer
+    (workspace.api.serializers.represent_rows), and its ETag must be that of the same representation in text."""
+
+    def default(self, o):
+        if isinstance(o, datetime.datetime):
+            text = o.isoformat()
+            return text[:-6] + "Z" if text.endswith("+00:00") else text
+        return super().default(o)
+
+
 def etag_for(representation) -> str:
     """A strong ETag: the digest of the representation's canonical JSON, so any field change gives a new tag."""
-    canonical = json.dumps(representation, cls=DjangoJSONEncoder, sort_keys=True, separators=(",", ":"))
+    canonical = json.dumps(representation, cls=_RenderedJSONEncoder, sort_keys=True, separators=(",", ":"))
     return '"' + hashlib.sha256(canonical.encode()).hexdigest()[:32] + '"'
 
 

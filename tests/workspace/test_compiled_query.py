@@ -1,0 +1,61 @@
+"""CompiledQuery (workspace/api/rows.py): a values queryset compiled once per connection, run with other ids."""
+
+import datetime as dt
+
+import pytest
+from django.db.models import Count
+
+from organizations.models import Membership
+from workspace.api.rows import CompiledQuery
+from workspace.models import User
+
+pytestmark = pytest.mark.django_db
+
+
+def memberships(user: int, level: int):
+    return (
+        Membership.objects.filter(user_id=user, level__gte=level)
+        .annotate(members=Count("organization__memberships"))
+        .order_by("id")
+        .values("id", "level", "joined_at", "organization__name", "user__uuid", "members")
+    )
+
+
+def test_rows_are_what_the_queryset_gives_for_each_set_of_arguments(alice, bob):
+    calls = []
+
+    def build(**arguments):
+        calls.append(arguments)
+        return memberships(**arguments)
+
+    compiled = CompiledQuery(build)
+    for user, level in [(alice.pk, 1), (bob.pk, 1), (alice.pk, 15), (bob.pk, 15), (10**12, 1)]:
+        assert compiled.rows(user=user, level=level) == list(memberships(user, level))
+    assert len(calls) == 2  # built and compiled on this connection's first run only (twice: see CompiledQuery)
+    [row] = compiled.rows(user=alice.pk, level=1)
+    assert isinstance(row["joined_at"], dt.datetime) and row["joined_at"].tzinfo is not None
+    assert row["user__uuid"] == alice.uuid  # converted as the ORM converts it (a UUID on SQLite too)
+
+
+def test_an_argument_that_does_not_reach_the_sql_as_given_is_refused():
+    changed = CompiledQuery(lambda user: User.objects.filter(pk=user + 1).values("id"))
+    with pytest.raises(ValueError, match="changes with its arguments"):
+        changed.rows(user=1)
+    unused = CompiledQuery(lambda user, level: User.objects.filter(pk=user).values("id"))
+    with pytest.raises(ValueError, match="level"):
+        unused.rows(user=1, level=2)
+
+
+def test_a_query_whose_sql_changes_with_its_arguments_is_refused():
+    compiled = CompiledQuery(lambda user: User.objects.filter(pk__in=range(user % 2 + 1)).values("id"))
+    with pytest.raises(ValueError, match="SQL changes"):
+        compiled.rows(user=1)
+
+
+def test_arguments_are_integers():
+    compiled = CompiledQuery(lambda user: User.objects.filter(pk=user).values("id"))
+    assert compiled.rows(user=1) == []
+    with pytest.raises(TypeError):
+        compiled.rows(user="1 OR 1=1")
+    with pytest.raises(ValueError):
+        compiled.rows(user=2**63)
