@@ -141,12 +141,14 @@ class DashboardViewSet(
         """One query: the page's ids off the list's index (`dashboard_list_order`) in a subquery, those dashboards
         as plain values with their creator, tags and sharing state (dashboards.selectors.dashboard_page_rows), and
         the count (LimitOffsetPagination.paginate_rows)."""
-        dashboards = self.filter_queryset(Dashboard.objects.filter(project=self.project, deleted=False))
         rows = self.paginator.paginate_rows(
-            dashboards.order_by("-pinned", "name", "id"),
+            lambda project, user: self.filter_queryset(
+                Dashboard.objects.filter(project_id=project, deleted=False)
+            ).order_by("-pinned", "name", "id"),
             request,
-            lambda page: dashboard_page_rows(page, user=request.user),
+            lambda page, project, user: dashboard_page_rows(page, user=user),
             view=self,
+            arguments={"project": self.project.pk, "user": request.user.pk},
         )
         return self.get_paginated_response(self.get_serializer().represent_page(rows))
 
@@ -352,9 +354,14 @@ class InsightViewSet(SoftDeleteOnlyMixin, ProjectScopedViewSet, ListMixin, Creat
         """One query: the page's ids off the list's index (`insight_list_order`) in a subquery, those insights as
         plain values with their users, tags and dashboards (dashboards.selectors.insight_page_rows), and the
         count (LimitOffsetPagination.paginate_rows)."""
-        insights = self.filter_queryset(Insight.objects.filter(project=self.project, deleted=False))
         rows = self.paginator.paginate_rows(
-            insights.order_by("-last_modified_at", "id"), request, insight_page_rows, view=self
+            lambda project: self.filter_queryset(Insight.objects.filter(project_id=project, deleted=False)).order_by(
+                "-last_modified_at", "id"
+            ),
+            request,
+            lambda page, project: insight_page_rows(page),
+            view=self,
+            arguments={"project": self.project.pk},
         )
         return self.get_paginated_response(self.get_serializer().represent_page(rows))
 

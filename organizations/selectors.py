@@ -26,11 +26,10 @@ def with_organization_stats(queryset: QuerySet[Organization]) -> QuerySet[Organi
     ).prefetch_related(Prefetch("projects", queryset=Project.objects.order_by("id")))
 
 
-def invites_pending(organization: Organization) -> QuerySet[Invite]:
+def invites_pending(organization_id: uuid.UUID) -> QuerySet[Invite]:
     """The organization's invites that have not been accepted, newest first."""
-    return (
-        organization.invites.filter(accepted_at__isnull=True).select_related("created_by").order_by("-created_at", "id")
-    )
+    pending = Invite.objects.filter(organization_id=organization_id, accepted_at__isnull=True)
+    return pending.order_by("-created_at", "id")
 
 
 def project_id_for_api_token(token: str) -> int | None:

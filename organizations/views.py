@@ -154,14 +154,16 @@ class MemberViewSet(OrganizationScopedViewSet, ListMixin, UpdateMixin, DestroyMi
 
     def list(self, request, *args, **kwargs):
         """A page of plain values with each member's public user columns (no password, no model instances)."""
-        memberships = self.filter_queryset(self.organization.memberships.order_by("-joined_at", "id"))
         columns = MemberSerializer.page_columns()
         fields = ("id", "level", "joined_at", "updated_at")
         page = self.paginator.paginate_rows(
-            memberships,
+            lambda organization: self.filter_queryset(
+                Membership.objects.filter(organization_id=organization).order_by("-joined_at", "id")
+            ),
             request,
-            lambda ids: Membership.objects.filter(pk__in=ids).values(*fields, **columns),
+            lambda ids, organization: Membership.objects.filter(pk__in=ids).values(*fields, **columns),
             view=self,
+            arguments={"organization": self.organization.pk},
         )
         return self.get_paginated_response(self.get_serializer().represent_page(page))
 
@@ -187,18 +189,18 @@ class InviteViewSet(OrganizationScopedViewSet, ListMixin, CreateMixin, DestroyMi
     activity_scope = "Invite"
 
     def get_queryset(self):
-        return invites_pending(self.organization)
+        return invites_pending(self.organization.pk).select_related("created_by")
 
     def list(self, request, *args, **kwargs):
         """A page of plain values with each creator's public columns (no password, no model instances)."""
-        invites = self.filter_queryset(self.get_queryset().select_related(None))
         rows = self.paginator.paginate_rows(
-            invites,
+            lambda organization: self.filter_queryset(invites_pending(organization)),
             request,
-            lambda page: Invite.objects.filter(pk__in=page).values(
+            lambda page, organization: Invite.objects.filter(pk__in=page).values(
                 *InviteSerializer.PAGE_COLUMNS, **InviteSerializer.page_columns()
             ),
             view=self,
+            arguments={"organization": self.organization.pk},
         )
         return self.get_paginated_response(self.get_serializer().represent_page(rows))
 

@@ -76,8 +76,14 @@ class BatchExportViewSetMixin(ListMixin, CreateMixin, RetrieveMixin, UpdateMixin
     filterset_class = BatchExportFilterSet
     queryset = BatchExport.objects.none()
 
-    def batch_exports(self) -> QuerySet[BatchExport]:
+    # The exports a route sees: those whose `route_filter` is `route_owner()`.
+    route_filter: str
+
+    def route_owner(self):
         raise NotImplementedError(f"{type(self).__name__} must say which exports its route sees.")
+
+    def batch_exports(self) -> QuerySet[BatchExport]:
+        return BatchExport.objects.filter(**{self.route_filter: self.route_owner()})
 
     def get_queryset(self):
         latest_runs = BatchExportRun.objects.order_by(*BatchExportRun.NEWEST_FIRST)[:LATEST_RUNS]
@@ -92,11 +98,16 @@ class BatchExportViewSetMixin(ListMixin, CreateMixin, RetrieveMixin, UpdateMixin
         and their latest runs in one more (see `BatchExportSerializer.represent_page`): the same representation as
         for one export."""
         columns = BatchExportSerializer.PAGE_COLUMNS
-        exports = self.filter_queryset(self.batch_exports().order_by("-created_at", "id"))
         same = [name for name, source in columns.items() if name == source]
         renamed = {name: F(source) for name, source in columns.items() if name != source}
         page = self.paginator.paginate_rows(
-            exports, request, lambda ids: BatchExport.objects.filter(pk__in=ids).values(*same, **renamed), view=self
+            lambda owner: self.filter_queryset(
+                BatchExport.objects.filter(**{self.route_filter: owner}).order_by("-created_at", "id")
+            ),
+            request,
+            lambda ids, owner: BatchExport.objects.filter(pk__in=ids).values(*same, **renamed),
+            view=self,
+            arguments={"owner": self.route_owner()},
         )
         latest_runs = latest_runs_by_export([row["id"] for row in page], count=LATEST_RUNS, columns=LATEST_RUN_COLUMNS)
         return self.get_paginated_response(self.get_serializer().represent_page(page, latest_runs))
@@ -150,8 +161,10 @@ class BatchExportViewSetMixin(ListMixin, CreateMixin, RetrieveMixin, UpdateMixin
 
 class OrganizationBatchExportViewSet(BatchExportViewSetMixin, OrganizationScopedViewSet):
     # /api/organizations/{organization_id}/batch_exports/: the exports of all the organization's projects
-    def batch_exports(self):
-        return BatchExport.objects.filter(project__organization=self.organization)
+    route_filter = "project__organization_id"
+
+    def route_owner(self):
+        return self.organization.pk
 
     def create_object(self, data):
         return batch_export_create_in_organization(actor=self.request.user, organization=self.organization, **data)
@@ -165,27 +178,34 @@ class OrganizationBatchExportViewSet(BatchExportViewSetMixin, OrganizationScoped
         filter_backends=[],
     )
     def runs(self, request, *args, **kwargs):
-        batch_export = self.get_object()
-        return runs_page_response(self, batch_export.runs.order_by(*BatchExportRun.NEWEST_FIRST))
+        return runs_page_response(self, self.get_object())
 
 
 @extend_schema_view(**{name: extend_schema(parameters=[PROJECT_ID]) for name in PROJECT_ACTIONS})
 class ProjectBatchExportViewSet(BatchExportViewSetMixin, ProjectScopedViewSet):
     # /api/projects/{project_id}/batch_exports/: the project's exports (runs and backfills are routes of their own)
-    def batch_exports(self):
-        return BatchExport.objects.filter(project=self.project)
+    route_filter = "project_id"
+
+    def route_owner(self):
+        return self.project.pk
 
     def create_object(self, data):
         return batch_export_create(actor=self.request.user, project=self.project, **data)
 
 
-def runs_page_response(view, runs):
-    """A page of an export's runs read as plain values with their count in one query, represented through
-    BatchExportRunSerializer's fields (workspace.api.serializers.represent_rows): the same items as the serializer
-    gives for instances."""
+def runs_page_response(view, batch_export: BatchExport):
+    """A page of an export's runs, newest first, read as plain values with their count in one query, represented
+    through BatchExportRunSerializer's fields (workspace.api.serializers.represent_rows): the same items as the
+    serializer gives for instances."""
     columns = [run_column(name) for name in LATEST_RUN_COLUMNS]
     page = view.paginator.paginate_rows(
-        runs, view.request, lambda ids: BatchExportRun.objects.filter(pk__in=ids).values(*columns), view=view
+        lambda export: view.filter_queryset(
+            BatchExportRun.objects.filter(batch_export_id=export).order_by(*BatchExportRun.NEWEST_FIRST)
+        ),
+        view.request,
+        lambda ids, export: BatchExportRun.objects.filter(pk__in=ids).values(*columns),
+        view=view,
+        arguments={"export": batch_export.pk},
     )
     for row in page:
         row["batch_export"] = row.pop("batch_export_id")
@@ -234,7 +254,7 @@ class BatchExportRunViewSet(BatchExportScopedMixin, ProjectScopedViewSet, ListMi
         return self.batch_export.runs.order_by(*BatchExportRun.NEWEST_FIRST)
 
     def list(self, request, *args, **kwargs):
-        return runs_page_response(self, self.filter_queryset(self.get_queryset()))
+        return runs_page_response(self, self.batch_export)
 
     @extend_schema(
         parameters=[PROJECT_ID, BATCH_EXPORT_ID, RUN_ID],
@@ -340,12 +360,15 @@ class PluginViewSet(OrganizationScopedViewSet, ListMixin, CreateMixin, RetrieveM
     def list(self, request, *args, **kwargs):
         """A page of plain values represented through the serializer fields, without a serializer or model
         instance per plugin (see workspace.api.serializers.represent_rows)."""
-        plugins = self.filter_queryset(
-            Plugin.objects.filter(organization=self.organization, collection=self.collection).order_by("name", "id")
-        )
         columns = [name for name in PluginSerializer.Meta.fields if name != "organization_name"]
         page = self.paginator.paginate_rows(
-            plugins, request, lambda page: Plugin.objects.filter(pk__in=page).values(*columns), view=self
+            lambda organization: self.filter_queryset(
+                Plugin.objects.filter(organization_id=organization, collection=self.collection).order_by("name", "id")
+            ),
+            request,
+            lambda page, organization: Plugin.objects.filter(pk__in=page).values(*columns),
+            view=self,
+            arguments={"organization": self.organization.pk},
         )
         for row in page:
             row["organization_name"] = self.organization.name  # every plugin listed is the organization's

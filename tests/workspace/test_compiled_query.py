@@ -59,3 +59,30 @@ def test_arguments_are_integers():
         compiled.rows(user="1 OR 1=1")
     with pytest.raises(ValueError):
         compiled.rows(user=2**63)
+
+
+def test_uuid_arguments_reach_the_sql_in_the_database_form(alice, organization, other_organization, charlie):
+    compiled = CompiledQuery(
+        lambda organization: Membership.objects.filter(organization_id=organization).order_by("id").values("user_id")
+    )
+
+    assert compiled.rows(organization=organization.pk) == [{"user_id": alice.pk}]
+    assert compiled.rows(organization=other_organization.pk) == [{"user_id": charlie.pk}]
+    with pytest.raises(TypeError):
+        compiled.rows(organization=str(organization.pk))
+
+
+def test_the_least_recently_used_shapes_are_dropped(alice, bob, monkeypatch):
+    from django.db import connections
+
+    from workspace.api import rows
+
+    monkeypatch.setattr(rows, "COMPILED_PER_CONNECTION", 2)
+    connection = connections["default"]  # the connection itself, not the proxy
+    connection.__dict__.pop("compiled_queries", None)
+    queries = [CompiledQuery(lambda user: User.objects.filter(pk=user).values("email")) for _ in range(3)]
+
+    for query in [queries[0], queries[1], queries[0], queries[2]]:
+        assert query.rows(user=bob.pk) == [{"email": bob.email}]
+
+    assert [shape for shape, _ in connection.__dict__["compiled_queries"]] == [queries[0], queries[2]]

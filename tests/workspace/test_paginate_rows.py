@@ -2,7 +2,7 @@
 (the same rows in the same order, count, links and errors), past the end of the list and under filters too."""
 
 import pytest
-from django.db import connection
+from django.db import connection, connections
 from django.test.utils import CaptureQueriesContext
 
 from tests.dashboards.factories import DashboardFactory
@@ -69,3 +69,54 @@ def test_other_projects_rows_are_neither_shown_nor_counted(key_client, project, 
 
     assert body["count"] == 5
     assert {row["id"] for row in body["results"]} == {dashboard.id for dashboard in five}
+
+
+@pytest.fixture
+def compiles(monkeypatch):
+    """The shapes compiled from now on (workspace.api.rows._compile), on a connection that keeps none yet."""
+    from workspace.api import rows
+
+    connections["default"].__dict__.pop("compiled_queries", None)
+    compiled = []
+    real = rows._compile
+
+    def spy(build, using, kinds):
+        compiled.append([name for name, _ in kinds])
+        return real(build, using, kinds)
+
+    monkeypatch.setattr(rows, "_compile", spy)
+    return compiled
+
+
+def test_a_list_is_compiled_once_per_query_string_and_run_for_every_page_and_tenant(
+    key_client, project, other_project, charlie, five, compiles
+):
+    DashboardFactory(project=other_project, name="theirs")
+    alice_client, charlie_client = key_client("dashboard:read"), key_client("dashboard:read", user=charlie)
+
+    pages = [
+        [row["name"] for row in alice_client.get(dashboards_url(project), params).json()["results"]]
+        for params in ({"limit": 2}, {"limit": 2, "offset": 2}, {"limit": 3, "offset": 1}, {"offset": 4})
+    ]
+    theirs = charlie_client.get(dashboards_url(other_project)).json()
+
+    assert pages == [["d", "a"], ["b", "c"], ["a", "b", "c"], ["e"]]
+    assert [row["name"] for row in theirs["results"]] == ["theirs"] and theirs["count"] == 1
+    assert compiles == [["limit", "offset", "project", "user"]]  # one shape: the same SQL for every page and tenant
+
+    pinned = alice_client.get(dashboards_url(project), {"pinned": "true", "limit": 5}).json()
+    unpinned = alice_client.get(dashboards_url(project), {"pinned": "false", "limit": 5}).json()
+
+    assert [row["name"] for row in pinned["results"]] == ["d"]
+    assert [row["name"] for row in unpinned["results"]] == ["a", "b", "c", "e"]
+    assert len(compiles) == 3  # a filter's value shapes the SQL: each query string is a shape of its own
+
+
+def test_a_compiled_list_with_an_invalid_filter_is_a_400_every_time(key_client, project, five, compiles):
+    client = key_client("dashboard:read")
+
+    responses = [client.get(dashboards_url(project), {"pinned": "maybe"}) for _ in range(2)]
+
+    assert [response.status_code for response in responses] == [400, 400]
+    assert responses[1].json()["attr"] == "pinned"
+    assert compiles == [["limit", "offset", "project", "user"]] * 2  # refused while building: nothing kept

@@ -4,9 +4,12 @@ A query that joins a few tables and runs on every request (the API key and the c
 write once in SQL than to compile from a queryset each time. `ModelColumns` names a model's concrete columns under
 a table alias for the SELECT list, and turns that slice of a row back into an instance: each value goes through the
 converters the ORM applies (the backend's and the field's: UUIDs on SQLite, JSON, time zones), then `from_db`.
-`CompiledQuery` keeps a values queryset's compiled SQL instead, for queries the ORM writes well enough but whose
-building costs more than their running.
+`compiled_rows` (and `CompiledQuery`) keeps a values queryset's compiled SQL instead, for queries the ORM writes well
+enough but whose building costs more than their running.
 """
+
+import uuid
+from collections import OrderedDict
 
 from django.db import DEFAULT_DB_ALIAS, connections, models
 
@@ -77,73 +80,126 @@ def as_prefetched(instance: models.Model, name: str, model: type[models.Model], 
 class CompiledQuery:
     """A values queryset whose SQL is built and compiled once per database connection, then run with other values
     of its parameters: for the fixed-shape queries of a single-object read, where building and compiling the
-    queryset (0.5-3 ms) costs more than running it.
-
-    `build(**arguments)` returns the queryset (`.values(...)`) for integer keyword arguments, each of which must
-    reach the SQL as a parameter of its own, unchanged (an id compared with an integer column). The first run on a
-    connection builds it twice, with two sets of stand-in integers, and keeps the SQL with the positions of the
-    parameters that differ between the two (those that stay the same are the query's constants); every run puts
-    the real arguments there, and converts the rows as the queryset would. Nothing but the arguments may change the
-    SQL that `build` makes, and two builds that differ otherwise are refused.
+    queryset (0.5-3 ms) costs more than running it. See `compiled_rows`, which it runs with itself as the shape.
     """
-
-    # Two sets of stand-ins, within every integer column's range (a value outside it can change the SQL).
-    _STAND_INS = (20011, 20012)
 
     def __init__(self, build):
         self.build = build
 
-    def rows(self, using: str = DEFAULT_DB_ALIAS, **arguments: int) -> list[dict]:
+    def rows(self, using: str = DEFAULT_DB_ALIAS, **arguments: int | uuid.UUID) -> list[dict]:
         """The rows for these arguments, as dicts of the queryset's values."""
-        for name, value in arguments.items():
-            if type(value) is not int:
-                raise TypeError(f"{name} must be an int, not {type(value).__name__}")
-            if not -(2**63) <= value < 2**63:
-                raise ValueError(f"{name} is out of a database integer's range")
-        connection = connections[using]
-        # Kept on the connection (each thread has its own): the compiler it holds is bound to it.
-        kept = connection.__dict__.setdefault("compiled_queries", {})
-        compiled = kept.get(self)
-        if compiled is None:
-            compiled = kept[self] = self._compile(connection, sorted(arguments))
-        compiler, sql, params, slots, names = compiled
-        params = list(params)
-        for position, name in slots:
-            params[position] = arguments[name]
-        with connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            results = cursor.fetchall()
-        if compiler.has_extra_select:
-            results = [row[: compiler.col_count] for row in results]
-        return [dict(zip(names, row, strict=False)) for row in compiler.results_iter(results=[results])]
+        return compiled_rows(self, self.build, using=using, **arguments)
 
-    def _compile(self, connection, argument_names: list[str]) -> tuple:
-        builds = []
-        for base in self._STAND_INS:
-            stand_ins = {name: base + 2 * number for number, name in enumerate(argument_names)}
-            query = self.build(**stand_ins).query
-            compiler = query.get_compiler(connection=connection)
-            sql, params = compiler.as_sql()
-            builds.append((stand_ins, compiler, sql, tuple(params)))
-        (first, compiler, sql, params), (second, _, other_sql, other_params) = builds
-        if sql != other_sql or len(params) != len(other_params):
-            raise ValueError("The query's SQL changes with its arguments.")
-        by_values = {(first[name], second[name]): name for name in argument_names}
-        slots = []
-        for position, pair in enumerate(zip(params, other_params, strict=True)):
-            if pair[0] != pair[1]:
-                if pair not in by_values:
-                    raise ValueError(
-                        f"Parameter {position} of the query changes with its arguments, but is none of them."
-                    )
-                slots.append((position, by_values[pair]))
-        missing = set(argument_names) - {name for _, name in slots}
-        if missing:
-            raise ValueError(f"The query's parameters do not hold {sorted(missing)} as they were given.")
-        # As ValuesIterable names a row's values.
-        names = (
-            list(query.selected)
-            if query.selected
-            else [*query.extra_select, *query.values_select, *query.annotation_select]
-        )
-        return compiler, sql, params, slots, names
+
+# Compiled queries kept per connection, the least recently used dropped first: a list's shapes include its filters'
+# values, which clients choose.
+COMPILED_PER_CONNECTION = 256
+
+
+def compiled_rows(shape, build, *, using: str = DEFAULT_DB_ALIAS, **arguments: int | uuid.UUID) -> list[dict]:
+    """The rows of the values queryset `build(**arguments)`, as dicts of its values, with its SQL built and compiled
+    once per connection and `shape`.
+
+    `shape` (hashable) names everything besides the arguments that `build` reads: the same shape must build the same
+    SQL. Each argument is an integer or a UUID that must reach the SQL as a parameter of its own (an id compared
+    with a column), unchanged or as the database's form of it. The first run of a shape on a connection builds the
+    queryset twice, with two sets of stand-ins, and keeps the SQL with the positions of the parameters that differ
+    between the two (those that stay the same are the query's constants); every run puts the real arguments there,
+    and converts the rows as the queryset would. Two builds whose SQL differs, or whose parameters differ in a way
+    no argument explains, are refused.
+    """
+    for name, value in arguments.items():
+        if type(value) is uuid.UUID:
+            continue
+        if type(value) is not int:
+            raise TypeError(f"{name} must be an int or a UUID, not {type(value).__name__}")
+        if not -(2**63) <= value < 2**63:
+            raise ValueError(f"{name} is out of a database integer's range")
+    connection = connections[using]
+    kinds = tuple(sorted((name, type(value)) for name, value in arguments.items()))
+    # Kept on the connection (each thread has its own): the compiler it holds is bound to it.
+    kept = connection.__dict__.setdefault("compiled_queries", OrderedDict())
+    key = (shape, kinds)
+    compiled = kept.get(key)
+    if compiled is None:
+        compiled = kept[key] = _compile(build, connection, kinds)
+        if len(kept) > COMPILED_PER_CONNECTION:
+            kept.popitem(last=False)
+    else:
+        kept.move_to_end(key)
+    compiler, sql, params, slots, names = compiled
+    params = list(params)
+    for position, name, form in slots:
+        params[position] = form(arguments[name])
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        results = cursor.fetchall()
+    if compiler.has_extra_select:
+        results = [row[: compiler.col_count] for row in results]
+    return [dict(zip(names, row, strict=False)) for row in compiler.results_iter(results=[results])]
+
+
+# Two sets of stand-ins, within every integer column's range (a value outside it can change the SQL).
+_STAND_INS = (20011, 20012)
+
+
+def _stand_in(kind: type, number: int):
+    return uuid.UUID(int=number) if kind is uuid.UUID else number
+
+
+def _parameter_form(stand_in, parameter):
+    """How `stand_in` reached the SQL as `parameter`: the function that gives another value that form (the value
+    itself, the driver's integer type, a UUID's hex or text), or None when `parameter` is not a form of it."""
+    if type(stand_in) is int:
+        if isinstance(parameter, int) and not isinstance(parameter, bool) and parameter == stand_in:
+            return _same if type(parameter) is int else type(parameter)
+        return None
+    if isinstance(parameter, uuid.UUID):
+        return _same if parameter == stand_in else None
+    if parameter == stand_in.hex:
+        return _hex
+    if parameter == str(stand_in):
+        return str
+    return None
+
+
+def _same(value):
+    return value
+
+
+def _hex(value: uuid.UUID) -> str:
+    return value.hex
+
+
+def _compile(build, connection, kinds: tuple) -> tuple:
+    builds = []
+    for base in _STAND_INS:
+        stand_ins = {name: _stand_in(kind, base + 2 * number) for number, (name, kind) in enumerate(kinds)}
+        query = build(**stand_ins).query
+        compiler = query.get_compiler(connection=connection)
+        sql, params = compiler.as_sql()
+        builds.append((stand_ins, compiler, sql, tuple(params)))
+    (first, compiler, sql, params), (second, _, other_sql, other_params) = builds
+    if sql != other_sql or len(params) != len(other_params):
+        raise ValueError("The query's SQL changes with its arguments.")
+    slots = []
+    for position, (one, other) in enumerate(zip(params, other_params, strict=True)):
+        if type(one) is type(other) and one == other:
+            continue
+        for name, _ in kinds:
+            form = _parameter_form(first[name], one)
+            if form is not None and form(second[name]) == other and type(form(second[name])) is type(other):
+                slots.append((position, name, form))
+                break
+        else:
+            raise ValueError(f"Parameter {position} of the query changes with its arguments, but is none of them.")
+    missing = {name for name, _ in kinds} - {name for _, name, _ in slots}
+    if missing:
+        raise ValueError(f"The query's parameters do not hold {sorted(missing)} as they were given.")
+    # As ValuesIterable names a row's values.
+    names = (
+        list(query.selected)
+        if query.selected
+        else [*query.extra_select, *query.values_select, *query.annotation_select]
+    )
+    return compiler, sql, params, slots, names
