@@ -6,7 +6,7 @@ from django.db.models import Count, IntegerField, OuterRef, Prefetch, QuerySet, 
 from django.db.models.functions import Coalesce
 
 from organizations.models import Invite, Membership, Organization, Project
-from workspace.api.rows import ModelColumns, as_prefetched
+from workspace.api.rows import CompiledQuery, ModelColumns
 from workspace.models import User
 
 
@@ -156,13 +156,36 @@ class CallerProjectLookup(CallerTenantLookup):
             self.project = project
 
 
-def memberships_with_projects(memberships: QuerySet[Membership]) -> list[Membership]:
-    """The memberships with their organization, and each organization's projects (by id) as `organization.projects`
-    gives them: two queries, as prefetching would run, without the prefetch machinery."""
-    memberships = list(memberships.select_related("organization"))
-    projects = {membership.organization_id: [] for membership in memberships}
-    for project in Project.objects.filter(organization_id__in=list(projects)).order_by("id"):
-        projects[project.organization_id].append(project)
-    for membership in memberships:
-        as_prefetched(membership.organization, "projects", Project, projects[membership.organization_id])
-    return memberships
+def _memberships_of(user: int):
+    return (
+        Membership.objects.filter(user_id=user)
+        .order_by("joined_at", "id")
+        .values("organization_id", "level", "organization__name", "organization__slug")
+    )
+
+
+def _projects_of(user: int):
+    return (
+        Project.objects.filter(organization__memberships__user_id=user)
+        .order_by("id")
+        .values("id", "uuid", "organization_id", "name", "api_token")
+    )
+
+
+_MEMBERSHIPS_OF = CompiledQuery(_memberships_of)
+_PROJECTS_OF = CompiledQuery(_projects_of)
+
+
+def caller_organizations(user_id: int, key) -> list[tuple[dict, list[dict]]]:
+    """The user's memberships that the key may use (all of them without a key, or with one not limited to some
+    organizations), oldest first, each with its organization's projects by id: `(membership values, [project
+    values])`, in two queries compiled once per connection."""
+    scoped = _scoped_organization_ids(key)
+    memberships = [
+        row for row in _MEMBERSHIPS_OF.rows(user=user_id) if scoped is None or row["organization_id"] in scoped
+    ]
+    projects = {row["organization_id"]: [] for row in memberships}
+    for project in _PROJECTS_OF.rows(user=user_id):
+        if project["organization_id"] in projects:
+            projects[project["organization_id"]].append(project)
+    return [(row, projects[row["organization_id"]]) for row in memberships]

@@ -432,6 +432,44 @@ class MeSerializer(UserBasicSerializer):
         )
         return UserProjectSerializer(project).data if project else None
 
+    def represent_read(self, user, organizations: list[tuple[dict, list[dict]]]) -> dict:
+        """The representation from plain values (`organizations.selectors.caller_organizations`), as `.data` gives it
+        for the user with their `visible_memberships`, without a serializer or model instance per organization and
+        project."""
+        data = UserBasicSerializer(user).data
+        listed = []
+        teams = []
+        for membership, projects in organizations:
+            organization_id = str(membership["organization_id"])
+            listed.append(
+                {
+                    "id": organization_id,
+                    "name": membership["organization__name"],
+                    "slug": membership["organization__slug"],
+                    "membership_level": membership["level"],
+                }
+            )
+            teams.extend(
+                {
+                    "id": project["id"],
+                    "uuid": str(project["uuid"]),
+                    "organization": organization_id,
+                    "name": project["name"],
+                    "api_token": project["api_token"],
+                }
+                for project in projects
+            )
+        current_organization = str(user.current_organization_id)
+        organization = next((item for item in listed if item["id"] == current_organization), None)
+        team = next((item for item in teams if item["id"] == user.current_project_id), None)
+        data["organization"] = organization
+        data["organizations"] = listed
+        data["team"] = team
+        data["teams"] = teams
+        data["current_organization_id"] = current_organization if organization else None
+        data["current_project_id"] = team["id"] if team else None
+        return data
+
     @extend_schema_field(UserProjectSerializer(many=True))
     def get_teams(self, user):
         projects = [project for row in user.visible_memberships for project in row.organization.projects.all()]

@@ -254,3 +254,26 @@ class TestCurrentKey:
 
     def test_a_session_has_no_current_key(self, api_client):
         assert api_client.get("/api/personal_api_keys/@current/").status_code == 404
+
+
+@pytest.mark.parametrize("scoped", [False, True])
+def test_the_read_is_what_the_write_path_represents(alice, organization, project, second, charlie, key_client, scoped):
+    """The read represents plain values (organizations.selectors.caller_organizations); a write answers with the
+    serializer's representation of the instance. Both must be the same, byte for byte and ETag for ETag, for a key
+    limited to some organizations too (then the current organization, outside them, is null)."""
+    ProjectFactory(organization=organization, name="Another of alice's")
+    MembershipFactory(user=charlie, organization=second, level=Membership.Level.ADMIN)
+    options = {"scoped_organizations": [str(second.id)]} if scoped else {}
+    client = key_client("user:read", "user:write", **options)
+
+    read = client.get(ME)
+    written = client.patch(ME, {}, format="json")  # no change: the write path's representation
+
+    assert read.status_code == written.status_code == 200
+    assert read.content == written.content
+    assert read["ETag"] == written["ETag"]
+    body = read.json()
+    listed = [str(second.id)] if scoped else [str(organization.id), str(second.id)]
+    assert [row["id"] for row in body["organizations"]] == listed
+    assert (body["organization"] is None) == scoped
+    assert [team["name"] for team in body["teams"]][-2:] == ["Second A", "Second B"]

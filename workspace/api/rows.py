@@ -68,15 +68,6 @@ class ModelColumns:
         return None if instance.pk is None else instance
 
 
-def as_prefetched(instance: models.Model, name: str, model: type[models.Model], objects: list) -> None:
-    """Store `objects` as what `prefetch_related(name)` would have stored on `instance` for its relation `name` (a
-    reverse foreign key named by its related_name): `instance.<name>.all()` then gives them without a query."""
-    queryset = model._default_manager.all()
-    queryset._result_cache = objects
-    queryset._prefetch_done = True
-    instance.__dict__.setdefault("_prefetched_objects_cache", {})[name] = queryset
-
-
 class CompiledQuery:
     """A values queryset whose SQL is built and compiled once per database connection, then run with other values
     of its parameters: for the fixed-shape queries of a single-object read, where building and compiling the
