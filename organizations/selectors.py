@@ -2,7 +2,7 @@
 
 import uuid
 
-from django.db.models import Count, IntegerField, OuterRef, Prefetch, QuerySet, Subquery, Value
+from django.db.models import Count, F, IntegerField, OuterRef, Prefetch, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 
 from organizations.models import Invite, Membership, Organization, Project
@@ -10,10 +10,8 @@ from workspace.api.rows import CompiledQuery, ModelColumns
 from workspace.models import User
 
 
-def with_organization_stats(queryset: QuerySet[Organization]) -> QuerySet[Organization]:
-    """Organizations with their active member count and projects: two queries for a page whatever its size (the
-    page with the member count as an annotation, and the projects prefetch), plus the list's count, which the
-    organizations list reads in the page's query (`page_and_count_together`)."""
+def _active_member_count():
+    """The number of active members of the organization of the row, 0 for none."""
     active_members = (
         Membership.objects.filter(organization=OuterRef("pk"), user__is_active=True)
         .order_by()
@@ -21,9 +19,56 @@ def with_organization_stats(queryset: QuerySet[Organization]) -> QuerySet[Organi
         .annotate(count=Count("pk"))
         .values("count")
     )
-    return queryset.annotate(
-        member_count=Coalesce(Subquery(active_members, output_field=IntegerField()), Value(0))
-    ).prefetch_related(Prefetch("projects", queryset=Project.objects.order_by("id")))
+    return Coalesce(Subquery(active_members, output_field=IntegerField()), Value(0))
+
+
+def with_organization_stats(queryset: QuerySet[Organization]) -> QuerySet[Organization]:
+    """Organizations with their active member count and projects: two queries whatever their number (the
+    organizations with the member count as an annotation, and the projects prefetch)."""
+    return queryset.annotate(member_count=_active_member_count()).prefetch_related(
+        Prefetch("projects", queryset=Project.objects.order_by("id"))
+    )
+
+
+def organizations_of(user: int, scoped: tuple[uuid.UUID, ...] | None) -> QuerySet[Organization]:
+    """The organizations `user` is a member of, by name: all of them, or those of `scoped` (a key's
+    `scoped_organizations`, see organizations.tenancy.visible_membership_filter)."""
+    memberships = Q(memberships__user_id=user)
+    if scoped is not None:
+        memberships &= Q(memberships__organization_id__in=scoped)
+    return Organization.objects.filter(memberships).order_by("name", "id")
+
+
+def organization_values(page: QuerySet, user: int, columns: list[str]) -> QuerySet:
+    """The organizations of `page` (a subquery of ids) as values of `columns`, with `user`'s `membership_level`
+    and the active `member_count`."""
+    return (
+        Organization.objects.filter(pk__in=page, memberships__user_id=user)
+        .values(*columns)
+        .annotate(membership_level=F("memberships__level"), member_count=_active_member_count())
+    )
+
+
+def _projects_listed_for(user: int):
+    return (
+        Project.objects.filter(organization__memberships__user_id=user)
+        .order_by("id")
+        .values("id", "uuid", "organization_id", "name", "created_at")
+    )
+
+
+_PROJECTS_LISTED_FOR = CompiledQuery(_projects_listed_for)
+
+
+def projects_by_organization(user: int, organization_ids) -> dict[uuid.UUID, list[dict]]:
+    """`{organization id: [project values, by id]}` for these organizations of `user`'s, in one query compiled once
+    per connection: the projects of all of `user`'s organizations, the others left out here."""
+    projects = {organization_id: [] for organization_id in organization_ids}
+    for project in _PROJECTS_LISTED_FOR.rows(user=user):
+        listed = projects.get(project["organization_id"])
+        if listed is not None:
+            listed.append(project)
+    return projects
 
 
 def invites_pending(organization_id: uuid.UUID) -> QuerySet[Invite]:
@@ -37,7 +82,7 @@ def project_id_for_api_token(token: str) -> int | None:
     return Project.objects.filter(api_token=token).values_list("id", flat=True).first()
 
 
-def _scoped_organization_ids(key) -> set[uuid.UUID] | None:
+def scoped_organization_ids(key) -> set[uuid.UUID] | None:
     """The organizations a key is limited to (organizations.tenancy.key_scoped_organizations), or None."""
     scoped = getattr(key, "scoped_organizations", None)
     if not scoped:
@@ -72,7 +117,7 @@ class CallerTenantLookup:
 
     def load(self, values, user, key, connection) -> None:
         self.loaded = True
-        self.scoped = _scoped_organization_ids(key)
+        self.scoped = scoped_organization_ids(key)
 
     def visible(self, organization_id) -> bool:
         return self.scoped is None or organization_id in self.scoped
@@ -180,7 +225,7 @@ def caller_organizations(user_id: int, key) -> list[tuple[dict, list[dict]]]:
     """The user's memberships that the key may use (all of them without a key, or with one not limited to some
     organizations), oldest first, each with its organization's projects by id: `(membership values, [project
     values])`, in two queries compiled once per connection."""
-    scoped = _scoped_organization_ids(key)
+    scoped = scoped_organization_ids(key)
     memberships = [
         row for row in _MEMBERSHIPS_OF.rows(user=user_id) if scoped is None or row["organization_id"] in scoped
     ]

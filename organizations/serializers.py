@@ -65,10 +65,53 @@ class OrganizationSerializer(ModelSerializer):
             "customer_id",
         ]
 
+    # What a list page reads of each organization (organizations.selectors.organization_values) besides its
+    # annotations: the model's columns among the fields.
+    PAGE_COLUMNS = [
+        "id", "name", "slug", "created_at", "updated_at", "plugins_access_level", "available_product_features",
+        "is_member_join_email_enabled", "metadata", "customer_id", "enforce_2fa",
+    ]  # fmt: skip
+
     @extend_schema_field(OpenApiTypes.STR)
     def get_member_count(self, organization) -> str:
         # The contract types member_count as a string; it counts active members.
-        return str(getattr(organization, "member_count", 0) or 0)
+        return _member_count(getattr(organization, "member_count", 0))
+
+    def represent_page(self, rows: list[dict], projects: dict) -> list[dict]:
+        """A list page from `PAGE_COLUMNS` values with `membership_level` and `member_count`, and each organization's
+        projects (`{organization id: [project values]}`), as `.data` of the instances would be, without a serializer
+        or model instance per organization and project (see workspace.api.serializers.represent_rows)."""
+        team_rows = [team for row in rows for team in projects[row["id"]]]
+        teams = iter(represent_rows(TeamSerializer(), team_rows))
+        for row in rows:
+            row["teams"] = [next(teams) for _ in projects[row["id"]]]
+            row["available_features"] = Organization.available_features.fget(_ProductFeatures(row))
+            row["member_count"] = _member_count(row["member_count"])
+        return represent_rows(self, rows, ready=frozenset({"teams", "member_count"}))
+
+
+def _member_count(count: int | None) -> str:
+    return str(count or 0)
+
+
+class _DomainFlags:
+    """The model's `is_verified` and `has_saml` on what they read, for a list page's row."""
+
+    is_verified = Domain.is_verified
+    has_saml = Domain.has_saml
+
+    def __init__(self, row: dict):
+        self.verified_at = row["verified_at"]
+        self.saml_entity_id = row["saml_entity_id"]
+        self.saml_acs_url = row["saml_acs_url"]
+        self.saml_x509_cert = row["saml_x509_cert"]
+
+
+class _ProductFeatures:
+    """What Organization.available_features reads, from a list page's row."""
+
+    def __init__(self, row: dict):
+        self.available_product_features = row["available_product_features"]
 
 
 class ProjectSerializer(ModelSerializer):
@@ -79,6 +122,17 @@ class ProjectSerializer(ModelSerializer):
         model = Project
         fields = ["id", "uuid", "organization", "name", "timezone", "api_token", "created_at", "updated_at"]
         read_only_fields = ["id", "uuid", "organization", "api_token", "created_at", "updated_at"]
+
+    # What a list page reads of each project: the model's columns behind the fields.
+    PAGE_COLUMNS = ["id", "uuid", "organization_id", "name", "time_zone", "api_token", "created_at", "updated_at"]
+
+    def represent_page(self, rows: list[dict]) -> list[dict]:
+        """A list page from `PAGE_COLUMNS` values, as `.data` of the instances would be, without a serializer or model
+        instance per project (see workspace.api.serializers.represent_rows)."""
+        for row in rows:
+            row["organization"] = row.pop("organization_id")
+            row["timezone"] = row.pop("time_zone")
+        return represent_rows(self, rows)
 
 
 class LevelField(StrictIntegerChoiceField):
@@ -252,6 +306,21 @@ class DomainSerializer(ModelSerializer):
             "saml_acs_url": {"required": False, "allow_null": True, "allow_blank": True},
             "saml_x509_cert": {"required": False, "allow_null": True, "allow_blank": True},
         }
+
+    # What a list page reads of each domain: the model's columns behind the fields.
+    PAGE_COLUMNS = [
+        "id", "domain", "verified_at", "verification_challenge", "jit_provisioning_enabled", "sso_enforcement",
+        "saml_entity_id", "saml_acs_url", "saml_x509_cert",
+    ]  # fmt: skip
+
+    def represent_page(self, rows: list[dict]) -> list[dict]:
+        """A list page from `PAGE_COLUMNS` values, as `.data` of the instances would be, without a serializer or model
+        instance per domain (see workspace.api.serializers.represent_rows)."""
+        for row in rows:
+            flags = _DomainFlags(row)
+            row["is_verified"] = flags.is_verified
+            row["has_saml"] = flags.has_saml
+        return represent_rows(self, rows)
 
     def validate_domain(self, value: str) -> str:
         value = value.strip().lower()

@@ -11,6 +11,10 @@ from organizations.permissions import CanChangeMember, CanInviteAtLevel, KeyMayC
 from organizations.selectors import (
     caller_organizations,
     invites_pending,
+    organization_values,
+    organizations_of,
+    projects_by_organization,
+    scoped_organization_ids,
     with_organization_stats,
 )
 from organizations.serializers import (
@@ -68,10 +72,25 @@ class OrganizationViewSet(TenantViewSet, ListMixin, CreateMixin, RetrieveMixin, 
     queryset = Organization.objects.none()
     permission_classes = [*TenantViewSet.permission_classes, KeyMayCreateOrganizations]
     required_level = {"update": ADMIN, "partial_update": ADMIN, "destroy": OWNER}
-    page_and_count_together = True
 
     def get_queryset(self):
         return with_organization_stats(visible_organizations(self.request)).order_by("name", "id")
+
+    def list(self, request, *args, **kwargs):
+        """A page of plain values, and the page's projects in one more query, both compiled once per connection (and
+        set of organizations the key is limited to): no model instance or serializer per organization."""
+        scoped = scoped_organization_ids(request.auth)
+        scoped = None if scoped is None else tuple(sorted(scoped))
+        page = self.paginator.paginate_rows(
+            lambda user: self.filter_queryset(organizations_of(user, scoped)),
+            request,
+            lambda ids, user: organization_values(ids, user, OrganizationSerializer.PAGE_COLUMNS),
+            view=self,
+            arguments={"user": request.user.pk},
+            shape=(scoped,),
+        )
+        projects = projects_by_organization(request.user.pk, [row["id"] for row in page])
+        return self.get_paginated_response(self.get_serializer().represent_page(page, projects))
 
     def lookup_value(self, value):
         return parse_organization_id(self.request, value)
@@ -95,12 +114,24 @@ class OrganizationProjectViewSet(
     serializer_class = ProjectSerializer
     queryset = Project.objects.none()
     required_level = {"create": ADMIN, "update": ADMIN, "partial_update": ADMIN, "destroy": ADMIN}
-    page_and_count_together = True
     # A delete checks that the organization keeps a project.
     serialize_writes = frozenset({"destroy"})
 
     def get_queryset(self):
         return self.organization.projects.order_by("id")
+
+    def list(self, request, *args, **kwargs):
+        """A page of plain values (see workspace.api.serializers.represent_rows)."""
+        page = self.paginator.paginate_rows(
+            lambda organization: self.filter_queryset(
+                Project.objects.filter(organization_id=organization).order_by("id")
+            ),
+            request,
+            lambda ids, organization: Project.objects.filter(pk__in=ids).values(*ProjectSerializer.PAGE_COLUMNS),
+            view=self,
+            arguments={"organization": self.organization.pk},
+        )
+        return self.get_paginated_response(self.get_serializer().represent_page(page))
 
     def lookup_value(self, value):
         return parse_project_id(self.request, value)
@@ -242,10 +273,22 @@ class DomainViewSet(OrganizationScopedViewSet, ListMixin, CreateMixin, RetrieveM
     queryset = Domain.objects.none()
     required_level = {action: ADMIN for action in ("create", "update", "partial_update", "destroy", "verify")}
     activity_scope = "Domain"
-    page_and_count_together = True
 
     def get_queryset(self):
         return self.organization.domains.order_by("domain", "id")
+
+    def list(self, request, *args, **kwargs):
+        """A page of plain values (see workspace.api.serializers.represent_rows)."""
+        page = self.paginator.paginate_rows(
+            lambda organization: self.filter_queryset(
+                Domain.objects.filter(organization_id=organization).order_by("domain", "id")
+            ),
+            request,
+            lambda ids, organization: Domain.objects.filter(pk__in=ids).values(*DomainSerializer.PAGE_COLUMNS),
+            view=self,
+            arguments={"organization": self.organization.pk},
+        )
+        return self.get_paginated_response(self.get_serializer().represent_page(page))
 
     def create_object(self, data):
         return domain_create(actor=self.request.user, organization=self.organization, **data)

@@ -107,6 +107,25 @@ class TestDomainRead:
         assert response.json()["count"] == 2
         assert response.json()["results"] == [expected_domain(first), expected_domain(second)]
 
+    def test_each_listed_domain_is_its_own_read(self, key_client, organization, bob):
+        DomainFactory(organization=organization, domain="a.com")
+        DomainFactory(
+            organization=organization,
+            domain="b.com",
+            verified_at=timezone.now(),
+            saml_entity_id="id",
+            saml_acs_url="https://idp.example.com/acs",
+            saml_x509_cert="CERT",
+        )
+        DomainFactory(organization=organization, domain="c.com", verified_at=timezone.now(), saml_entity_id="id")
+        client = key_client("organization:read", user=bob)
+
+        listed = client.get(domains_url(organization)).json()["results"]
+
+        assert listed == [client.get(domains_url(organization, f"{row['id']}/")).json() for row in listed]
+        flags = [(row["is_verified"], row["has_saml"]) for row in listed]
+        assert flags == [(False, False), (True, True), (True, False)]
+
     def test_a_member_can_get_one(self, key_client, organization, bob):
         domain = DomainFactory(
             organization=organization,

@@ -165,7 +165,8 @@ class TestListAndRetrieve:
             ProjectFactory.create_batch(2, organization=organization)
         client = key_client("organization:read")
         client.get(LIST_URL)  # the key's first use writes last_used_at; measure a steady-state request
-        # key lookup (+user), page (level and member count annotated; the count as a subquery), projects prefetch
+        # key lookup (+user), page (level and member count annotated; the count as a subquery), the projects of the
+        # caller's organizations
         with django_assert_num_queries(3):
             response = client.get(LIST_URL)
         assert response.json()["count"] == rows
@@ -212,3 +213,58 @@ class TestUpdateAndDelete:
     def test_put_is_offered_beside_patch(self, alice, organization, key_client):
         response = key_client("organization:write").options(detail_url(organization.id))
         assert {"GET", "PUT", "PATCH", "DELETE"} <= set(response["Allow"].split(", "))
+
+
+class TestListPages:
+    """The list reads plain values through SQL compiled once per connection (and per set of organizations a key is
+    limited to): the same representation as each organization's own read, and nobody else's organizations."""
+
+    @pytest.fixture
+    def three(self, alice, bob, organization, project):
+        second = OrganizationFactory(name="B second", available_product_features=[{"key": "sso"}, "junk"])
+        MembershipFactory(user=alice, organization=second, level=Membership.Level.MEMBER)
+        MembershipFactory(user=bob, organization=second, level=Membership.Level.ADMIN)
+        ProjectFactory.create_batch(2, organization=second)
+        third = OrganizationFactory(name="C third", enforce_2fa=True, customer_id="cus_1")
+        MembershipFactory(user=alice, organization=third, level=Membership.Level.ADMIN)
+        return [organization, second, third]
+
+    def test_each_listed_organization_is_its_own_read(self, alice, three, key_client):
+        client = key_client("organization:read")
+
+        listed = client.get(LIST_URL).json()["results"]
+
+        assert [row["id"] for row in listed] == [str(organization.id) for organization in three]
+        assert listed == [client.get(detail_url(organization.id)).json() for organization in three]
+        assert [len(row["teams"]) for row in listed] == [1, 2, 0]
+        assert listed[1]["available_features"] == ["sso"] and listed[1]["member_count"] == "2"
+
+    def test_keys_limited_to_other_organizations_share_no_page(self, alice, charlie, three, key_client):
+        from workspace.api import rows
+
+        organization, second, third = three
+        clients = {
+            "all": key_client("organization:read"),
+            "second": key_client("organization:read", scoped_organizations=[str(second.id)]),
+            "second and third": key_client("organization:read", scoped_organizations=[str(third.id), str(second.id)]),
+            "foreign": key_client("organization:read", scoped_organizations=[str(OrganizationFactory().id)]),
+            "charlie": key_client("organization:read", user=charlie),
+        }
+        expected = {
+            "all": [organization, second, third],
+            "second": [second],
+            "second and third": [second, third],
+            "foreign": [],
+            "charlie": list(Organization.objects.filter(memberships__user=charlie)),
+        }
+        rows.connections["default"].__dict__.pop("compiled_queries", None)
+
+        for _ in range(2):  # the second round runs what the first compiled
+            for name, client in clients.items():
+                body = client.get(LIST_URL, {"limit": 2}).json()
+                ids = [str(item.id) for item in expected[name]]
+                assert [row["id"] for row in body["results"]] == ids[:2], name
+                assert body["count"] == len(ids), name
+
+        pages = [shape for shape, _ in rows.connections["default"].__dict__["compiled_queries"] if type(shape) is tuple]
+        assert len(pages) == 4  # one for each set of organizations a key is limited to; unlimited keys share one

@@ -29,6 +29,20 @@ def test_list_projects_of_an_organization(alice, charlie, organization, project,
     }
 
 
+def test_each_listed_project_is_its_own_read_and_no_other_organizations(
+    alice, charlie, organization, other_organization, project, key_client
+):
+    ProjectFactory(organization=organization, name="Berlin", time_zone="Europe/Berlin")
+    ProjectFactory(organization=other_organization, name="Theirs")
+    client = key_client("project:read")
+
+    body = client.get(projects_url(organization.id), {"limit": 5}).json()
+
+    assert body["count"] == 2
+    assert body["results"] == [client.get(project_url(row["id"])).json() for row in body["results"]]
+    assert [row["timezone"] for row in body["results"]] == ["UTC", "Europe/Berlin"]
+
+
 def test_admin_creates_a_project(alice, organization, key_client):
     response = key_client("project:write").post(projects_url("@current"), {"name": "Web"}, format="json")
     assert response.status_code == 201

@@ -58,7 +58,14 @@ class LimitOffsetPagination(pagination.LimitOffsetPagination):
         return super().paginate_queryset(queryset, request, view)
 
     def paginate_rows(
-        self, queryset, request, rows: Callable[..., QuerySet], view=None, *, arguments: dict | None = None
+        self,
+        queryset,
+        request,
+        rows: Callable[..., QuerySet],
+        view=None,
+        *,
+        arguments: dict | None = None,
+        shape: tuple = (),
     ) -> list:
         """The page of `queryset` and its count in one query, where `paginate_queryset` takes two.
 
@@ -72,7 +79,8 @@ class LimitOffsetPagination(pagination.LimitOffsetPagination):
         builds the list's queryset, `rows(page, **arguments)` reads values, and the page's SQL is built once per
         database connection, view and query string (all but limit and offset), then run again with other arguments,
         limits and offsets: building it costs more than running it. The two functions must then depend on nothing
-        else than their arguments, the view's class and the query string (the view's filters).
+        else than their arguments, the view's class, the query string (the view's filters) and `shape`: whatever
+        else (hashable) their SQL depends on, such as the organizations a key is limited to.
         """
         self.request = request
         self.limit = self.get_limit(request)
@@ -81,7 +89,7 @@ class LimitOffsetPagination(pagination.LimitOffsetPagination):
             found = list(self._page_query(queryset, rows, limit=self.limit, offset=self.offset))
         else:
             found = compiled_rows(
-                (type(view), getattr(view, "action", None), self._filters(request)),
+                (type(view), getattr(view, "action", None), self._filters(request), shape),
                 lambda limit, offset, **ids: self._page_query(
                     queryset(**ids), lambda page: rows(page, **ids), limit=limit, offset=offset, view=view
                 ),

@@ -192,17 +192,8 @@ class BaseViewSet(viewsets.GenericViewSet):
 
 
 class ListMixin(mixins.ListModelMixin):
-    """GET on the collection, paginated. With `page_and_count_together`, the page's rows and the list's count come
-    in one query (the pagination's `paginate_rows`) rather than two."""
-
-    page_and_count_together = False
-
-    def list(self, request, *args, **kwargs):
-        if not self.page_and_count_together:
-            return super().list(request, *args, **kwargs)
-        queryset = self.filter_queryset(self.get_queryset())
-        rows = self.paginator.paginate_rows(queryset, request, lambda page: queryset.filter(pk__in=page), view=self)
-        return self.get_paginated_response(self.get_serializer(rows, many=True).data)
+    """GET on the collection, paginated. A list read often reads its page as plain values instead (the pagination's
+    `paginate_rows`, and the serializer's `represent_page`)."""
 
 
 class CreateMixin:
