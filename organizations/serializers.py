@@ -505,7 +505,10 @@ class MeSerializer(UserBasicSerializer):
         """The representation from plain values (`organizations.selectors.caller_organizations`), as `.data` gives it
         for the user with their `visible_memberships`, without a serializer or model instance per organization and
         project."""
-        data = UserBasicSerializer(user).data
+        user_serializer = UserBasicSerializer()
+        data = represent_rows(
+            user_serializer, [{name: getattr(user, name) for name in readable_field_names(user_serializer)}]
+        )[0]
         listed = []
         teams = []
         for membership, projects in organizations:

@@ -3,6 +3,7 @@
 import datetime as dt
 import decimal
 import io
+import json
 import uuid
 
 import pytest
@@ -89,3 +90,25 @@ def test_nesting_past_orjsons_limit_is_still_too_deep():
     with pytest.raises(ValidationError) as error:
         parse(JSONParser(), b"[" * 5000 + b"]" * 5000)
     assert error.value.detail[0].code == "invalid_input"
+
+
+CANONICAL = [
+    *RENDERED,
+    {"del": "\x7f", "time": dt.time(12, 30, 5, 123456), "whole": dt.time(1, 2)},
+    {"b": {"z": 1, "a": [{"y": 2, "x": UTC_NOW}]}, "a": "sorted at every depth"},
+    {"2": "string keys that look like numbers", "10": 1, "1": 2},
+]
+
+
+@pytest.mark.parametrize("data", CANONICAL, ids=range(len(CANONICAL)))
+def test_an_etag_digests_what_the_standard_library_wrote(data):
+    """ETags stay those of the canonical JSON json.dumps wrote (workspace.api.conditional), whoever writes it."""
+    from workspace.api.conditional import _canonical_json, _RenderedJSONEncoder
+
+    try:
+        expected = json.dumps(data, cls=_RenderedJSONEncoder, sort_keys=True, separators=(",", ":")).encode()
+    except TypeError:  # keys that cannot be sorted together
+        with pytest.raises(TypeError):
+            _canonical_json(data)
+        return
+    assert _canonical_json(data) == expected

@@ -4,8 +4,11 @@ import datetime
 import hashlib
 import json
 
+import orjson
 from django.core.serializers.json import DjangoJSONEncoder
 from rest_framework import exceptions, status
+
+from workspace.api.renderers import floats_spelled_otherwise
 
 
 class PreconditionFailed(exceptions.APIException):
@@ -25,10 +28,29 @@ class _RenderedJSONEncoder(DjangoJSONEncoder):
         return super().default(o)
 
 
+_ENCODER = _RenderedJSONEncoder()
+# Date-times, dates and times through the encoder above, as json.dumps writes them.
+_ORJSON_OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
+
+
 def etag_for(representation) -> str:
     """A strong ETag: the digest of the representation's canonical JSON, so any field change gives a new tag."""
-    canonical = json.dumps(representation, cls=_RenderedJSONEncoder, sort_keys=True, separators=(",", ":"))
-    return '"' + hashlib.sha256(canonical.encode()).hexdigest()[:32] + '"'
+    return '"' + hashlib.sha256(_canonical_json(representation)).hexdigest()[:32] + '"'
+
+
+def _canonical_json(representation) -> bytes:
+    """`json.dumps(representation, sort_keys=True, separators=(",", ":"))` with the encoder above: ASCII only, with
+    `\\u` escapes. orjson writes the same bytes several times faster whenever its output is ASCII without DEL
+    (which json.dumps escapes) and holds no float spelled otherwise than Python spells it; anything else (and
+    whatever orjson cannot write: an integer over 64 bits, a key that is not a string) is left to json.dumps."""
+    try:
+        output = orjson.dumps(representation, default=_ENCODER.default, option=_ORJSON_OPTIONS)
+    except orjson.JSONEncodeError:
+        output = None
+    if output is None or not output.isascii() or b"\x7f" in output or floats_spelled_otherwise(output):
+        text = json.dumps(representation, cls=_RenderedJSONEncoder, sort_keys=True, separators=(",", ":"))
+        return text.encode()
+    return output
 
 
 def _tags(header: str) -> list[str]:

@@ -34,7 +34,7 @@ _DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
 _FLOAT_TOKEN_CANDIDATE = re.compile(rb"[:,\[][-.\d]*(?:\de[-\d]|0\.0000)")
 
 
-def _floats_spelled_otherwise(output: bytes) -> bool:
+def floats_spelled_otherwise(output: bytes) -> bool:
     if b'\\"' in output:
         return _FLOAT_TOKEN_CANDIDATE.search(output) is not None
     # With no quote inside a string, every other piece between quotes is a string; the rest holds only structure,
@@ -58,7 +58,7 @@ class JSONRenderer(renderers.JSONRenderer):
             output = orjson.dumps(data, default=self._encoder.default, option=_OPTIONS)
         except orjson.JSONEncodeError:
             return super().render(data, accepted_media_type, renderer_context)
-        if _floats_spelled_otherwise(output):
+        if floats_spelled_otherwise(output):
             return super().render(data, accepted_media_type, renderer_context)
         if b"\xe2\x80" in output:
             # DRF escapes both so that the output is also valid JavaScript.
