@@ -1,7 +1,7 @@
 """Reads of the pipelines app that a response needs in one query whatever its length."""
 
 from django.db import connection
-from django.db.models import Count, F, IntegerField, OuterRef, Q, QuerySet, Subquery, Value, Window
+from django.db.models import Count, F, IntegerField, OuterRef, Q, QuerySet, Subquery, UUIDField, Value, Window
 from django.db.models.functions import Coalesce, RowNumber
 
 from pipelines.models import BatchExportBackfill, BatchExportRun, BatchExportRunLog
@@ -49,32 +49,39 @@ CROSS JOIN LATERAL (
 def latest_runs_by_export(export_ids: list, *, count: int, columns: list[str]) -> dict:
     """`{export id: [run values, newest first]}` for the given exports, at most `count` runs each, in one query.
 
-    Each run is a tuple of `columns` (model field names; `batch_export` for the export's id), in that order."""
+    Each run is a tuple of `columns` (model field names; `batch_export` for the export's id), in that order; its
+    UUIDs are UUID objects, or their text on PostgreSQL (a UUID field shows either as the same text)."""
     runs: dict = {export_id: [] for export_id in export_ids}
     if not export_ids:
         return runs
     names = [run_column(name) for name in columns]
     export = columns.index("batch_export")
     if connection.vendor == "postgresql":
+        # UUIDs as their text, which is what their fields show (a UUID object per value costs more than the rest of
+        # the row's reading); the runs are then found by their export's id in text.
         quote = connection.ops.quote_name
-        sql = _LATEST_RUNS_POSTGRESQL.format(columns=", ".join(quote(name) for name in names))
+        selected = [f"{quote(name)}::text" if _is_uuid(name) else quote(name) for name in names]
+        sql = _LATEST_RUNS_POSTGRESQL.format(columns=", ".join(selected))
         with connection.cursor() as cursor:
             cursor.execute(sql, [list(export_ids), count])
             rows = cursor.fetchall()
-    else:
-        rows = (
-            BatchExportRun.objects.filter(batch_export_id__in=export_ids)
-            .annotate(
-                rank=Window(
-                    RowNumber(),
-                    partition_by=F("batch_export_id"),
-                    order_by=[F("created_at").desc(), F("data_interval_end").desc(), F("id").desc()],
-                )
+        by_text = {str(export_id): found for export_id, found in runs.items()}
+        for row in rows:
+            by_text[row[export]].append(row)
+        return runs
+    rows = (
+        BatchExportRun.objects.filter(batch_export_id__in=export_ids)
+        .annotate(
+            rank=Window(
+                RowNumber(),
+                partition_by=F("batch_export_id"),
+                order_by=[F("created_at").desc(), F("data_interval_end").desc(), F("id").desc()],
             )
-            .filter(rank__lte=count)
-            .order_by("batch_export_id", "rank")
-            .values_list(*names)
         )
+        .filter(rank__lte=count)
+        .order_by("batch_export_id", "rank")
+        .values_list(*names)
+    )
     for row in rows:
         runs[row[export]].append(row)
     return runs
@@ -82,3 +89,9 @@ def latest_runs_by_export(export_ids: list, *, count: int, columns: list[str]) -
 
 def run_column(name: str) -> str:
     return "batch_export_id" if name == "batch_export" else name
+
+
+def _is_uuid(column: str) -> bool:
+    """Whether a run's column (see `run_column`) holds a UUID."""
+    field = BatchExportRun._meta.get_field(column.removesuffix("_id"))
+    return isinstance(getattr(field, "target_field", field), UUIDField)

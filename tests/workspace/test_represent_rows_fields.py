@@ -114,3 +114,19 @@ def test_big_integers_are_represented_as_their_field_represents_them(field, valu
 
     [item] = represent_rows(One(), [{"number": value}])
     assert item["number"] == expected and type(item["number"]) is type(expected)
+
+
+class Identifier(serializers.Serializer):
+    id = serializers.UUIDField()
+
+
+@pytest.mark.parametrize("value", [uuid.UUID(int=2**127 + 5), "80000000-0000-0000-0000-000000000005"])
+def test_a_uuid_and_its_text_are_written_as_drf_writes_them(value):
+    """A UUID read as text (uuid::text on PostgreSQL) is kept as it is where DRF would write str(value)."""
+    from workspace.api.renderers import JSONRenderer
+
+    represented = represent_rows(Identifier(), [{"id": value}])
+
+    assert type(represented[0]["id"]) is type(value)  # kept, for the renderer to write
+    assert JSONRenderer().render(represented) == JSONRenderer().render([Identifier({"id": value}).data])
+    assert JSONRenderer().render(represented) == b'[{"id":"80000000-0000-0000-0000-000000000005"}]'

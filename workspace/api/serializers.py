@@ -166,7 +166,8 @@ def _kept_types(field) -> frozenset[type]:
     if method is serializers.BooleanField.to_representation:
         return frozenset({bool})
     if method is serializers.UUIDField.to_representation and field.uuid_format == "hex_verbose":
-        return frozenset({uuid.UUID})
+        # DRF writes str(value): a UUID's text is itself (a database's uuid::text is the same text).
+        return frozenset({uuid.UUID, str})
     if method is serializers.JSONField.to_representation and not field.binary:
         return ANY_TYPE
     if method is serializers.ReadOnlyField.to_representation:
