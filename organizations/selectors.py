@@ -49,22 +49,22 @@ def organization_values(page: QuerySet, user: int, columns: list[str]) -> QueryS
     )
 
 
-def _projects_listed_for(user: int):
+def _projects_of(user: int):
     return (
         Project.objects.filter(organization__memberships__user_id=user)
         .order_by("id")
-        .values("id", "uuid", "organization_id", "name", "created_at")
+        .values("id", "uuid", "organization_id", "name", "api_token", "created_at")
     )
 
 
-_PROJECTS_LISTED_FOR = CompiledQuery(_projects_listed_for)
+_PROJECTS_OF = CompiledQuery(_projects_of)
 
 
 def projects_by_organization(user: int, organization_ids) -> dict[uuid.UUID, list[dict]]:
     """`{organization id: [project values, by id]}` for these organizations of `user`'s, in one query compiled once
     per connection: the projects of all of `user`'s organizations, the others left out here."""
     projects = {organization_id: [] for organization_id in organization_ids}
-    for project in _PROJECTS_LISTED_FOR.rows(user=user):
+    for project in _PROJECTS_OF.rows(user=user):
         listed = projects.get(project["organization_id"])
         if listed is not None:
             listed.append(project)
@@ -209,16 +209,7 @@ def _memberships_of(user: int):
     )
 
 
-def _projects_of(user: int):
-    return (
-        Project.objects.filter(organization__memberships__user_id=user)
-        .order_by("id")
-        .values("id", "uuid", "organization_id", "name", "api_token")
-    )
-
-
 _MEMBERSHIPS_OF = CompiledQuery(_memberships_of)
-_PROJECTS_OF = CompiledQuery(_projects_of)
 
 
 def caller_organizations(user_id: int, key) -> list[tuple[dict, list[dict]]]:
@@ -229,8 +220,5 @@ def caller_organizations(user_id: int, key) -> list[tuple[dict, list[dict]]]:
     memberships = [
         row for row in _MEMBERSHIPS_OF.rows(user=user_id) if scoped is None or row["organization_id"] in scoped
     ]
-    projects = {row["organization_id"]: [] for row in memberships}
-    for project in _PROJECTS_OF.rows(user=user_id):
-        if project["organization_id"] in projects:
-            projects[project["organization_id"]].append(project)
+    projects = projects_by_organization(user_id, [row["organization_id"] for row in memberships])
     return [(row, projects[row["organization_id"]]) for row in memberships]
