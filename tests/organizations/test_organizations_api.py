@@ -127,6 +127,30 @@ class TestListAndRetrieve:
         assert body["membership_level"] == Membership.Level.MEMBER
         assert body["member_count"] == "2"
 
+    def test_member_count_leaves_out_deactivated_members_of_that_organization_only(
+        self, alice, organization, key_client
+    ):
+        other = OrganizationFactory()
+        MembershipFactory(user=alice, organization=other)
+        for _ in range(3):
+            MembershipFactory(user=UserFactory(), organization=other)
+        deactivated = UserFactory(is_active=False)
+        MembershipFactory(user=deactivated, organization=other)
+        MembershipFactory(user=UserFactory(is_active=False), organization=organization)
+        client = key_client("organization:read")
+
+        def counts():
+            listed = client.get("/api/organizations/").json()["results"]
+            assert [client.get(detail_url(row["id"])).json()["member_count"] for row in listed] == [
+                row["member_count"] for row in listed
+            ]
+            return {row["id"]: row["member_count"] for row in listed}
+
+        assert counts() == {str(organization.id): "1", str(other.id): "4"}
+        deactivated.is_active = True
+        deactivated.save()
+        assert counts() == {str(organization.id): "1", str(other.id): "5"}
+
     def test_current_means_the_users_current_organization(self, alice, organization, key_client):
         response = key_client("organization:read").get("/api/organizations/@current")
         assert response.status_code == 200
