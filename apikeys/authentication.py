@@ -8,7 +8,7 @@ from rest_framework.authentication import BaseAuthentication, get_authorization_
 
 from apikeys.models import PersonalAPIKey
 from apikeys.services import api_key_touch, hash_key, is_well_formed
-from workspace.api.rows import ModelColumns
+from workspace.api.rows import ModelColumns, prepared_cursor
 from workspace.api.throttling import FailedAuthenticationThrottle
 
 # A key that authenticated recently passes the failed-authentication throttle of its address: someone else
@@ -88,7 +88,7 @@ class PersonalAPIKeyAuthentication(BaseAuthentication):
             f" ON u.{quote(USER_COLUMNS.model._meta.pk.column)} = {KEY_COLUMNS.column('user', connection)}"
             f" {joins} WHERE {KEY_COLUMNS.column('secure_value', connection)} = %s"
         )
-        with connection.cursor() as cursor:
+        with prepared_cursor(connection) as cursor:  # planned once per connection and query companion
             cursor.execute(sql, [*params, hash_key(key)])
             row = cursor.fetchone()
         if row is None:

@@ -5,6 +5,7 @@ from django.db.models import Count, F, IntegerField, OuterRef, Q, QuerySet, Subq
 from django.db.models.functions import Coalesce, RowNumber
 
 from pipelines.models import BatchExportBackfill, BatchExportRun, BatchExportRunLog
+from workspace.api.rows import prepared_cursor
 
 
 def _runs_of_backfill(condition: Q) -> Coalesce:
@@ -41,7 +42,7 @@ CROSS JOIN LATERAL (
     SELECT {columns} FROM pipelines_batchexportrun
     WHERE batch_export_id = export.id
     ORDER BY created_at DESC, data_interval_end DESC, id DESC
-    LIMIT %s
+    LIMIT {count:d}
 ) AS run
 """
 
@@ -61,9 +62,11 @@ def latest_runs_by_export(export_ids: list, *, count: int, columns: list[str]) -
         # the row's reading); the runs are then found by their export's id in text.
         quote = connection.ops.quote_name
         selected = [f"{quote(name)}::text" if _is_uuid(name) else quote(name) for name in names]
-        sql = _LATEST_RUNS_POSTGRESQL.format(columns=", ".join(selected))
-        with connection.cursor() as cursor:
-            cursor.execute(sql, [list(export_ids), count])
+        # Prepared (planned once per connection), with the count in its text: a plan made for any count could
+        # leave the index for a sort.
+        sql = _LATEST_RUNS_POSTGRESQL.format(columns=", ".join(selected), count=count)
+        with prepared_cursor(connection) as cursor:
+            cursor.execute(sql, [list(export_ids)])
             rows = cursor.fetchall()
         by_text = {str(export_id): found for export_id, found in runs.items()}
         for row in rows:

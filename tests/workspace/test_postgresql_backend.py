@@ -1,10 +1,14 @@
-"""The PostgreSQL backend reads date-times through psycopg's C loader, with the values Django's own loader gives."""
+"""The PostgreSQL backend reads date-times through psycopg's C loader, with the values Django's own loader gives,
+and prepares the statements every request runs."""
 
 import datetime as dt
 
 import pytest
 from django.db import connection
 from django.db.backends.postgresql.psycopg_any import register_tzloader
+from django.test.utils import CaptureQueriesContext
+
+from tests.dashboards.factories import DashboardFactory
 
 pytestmark = [pytest.mark.django_db, pytest.mark.requires_postgres]
 
@@ -30,3 +34,33 @@ def test_date_times_are_the_values_djangos_loader_gives():
     assert ours[1] == dt.datetime(1999, 3, 2, 4, tzinfo=dt.UTC)
     assert ours[0].tzinfo is dt.UTC and ours[1].tzinfo is dt.UTC
     assert ours[2] is None
+
+
+def prepared_statements() -> set[str]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements")
+        return {statement for (statement,) in cursor.fetchall()}
+
+
+def test_the_queries_of_every_request_are_prepared_once_per_connection(alice, project, key_client):
+    dashboard = DashboardFactory(project=project)
+    client = key_client("dashboard:read")
+    url = f"/api/projects/{project.id}/dashboards/{dashboard.id}/"
+    assert client.get(url).status_code == 200
+    prepared = prepared_statements()
+    # The API key's query and the dashboard's, with their values as parameters.
+    assert any('FROM "apikeys_personalapikey" k' in statement and "$1" in statement for statement in prepared)
+    assert any('FROM "dashboards_dashboard"' in statement and "$1" in statement for statement in prepared)
+    for _ in range(3):
+        assert client.get(url).status_code == 200
+        assert key_client("dashboard:read").get(url).status_code == 200  # another key: the same statement
+    assert prepared_statements() == prepared
+
+
+def test_prepared_queries_are_logged_with_their_values(alice, project, key_client):
+    client = key_client("project:read")
+    with CaptureQueriesContext(connection) as queries:
+        assert client.get(f"/api/projects/{project.id}/").status_code == 200
+    key_query = next(item["sql"] for item in queries.captured_queries if '"apikeys_personalapikey" k' in item["sql"])
+    assert "$1" not in key_query and "%s" not in key_query
+    assert 'k."secure_value" = \'' in key_query

@@ -14,6 +14,13 @@ from collections import OrderedDict
 from django.db import DEFAULT_DB_ALIAS, connections, models
 
 
+def prepared_cursor(connection):
+    """A cursor of `connection` whose statements are prepared once per connection and get their parameters apart
+    from the statement (workspace.postgresql); the connection's plain cursor on a backend without them (SQLite)."""
+    prepared = getattr(connection, "prepared_cursor", None)
+    return prepared() if prepared is not None else connection.cursor()
+
+
 class ModelColumns:
     """The concrete columns of `model` under the table alias `alias`."""
 
@@ -122,7 +129,8 @@ def compiled_rows(shape, build, *, using: str = DEFAULT_DB_ALIAS, **arguments: i
     params = list(params)
     for position, name, form in slots:
         params[position] = form(arguments[name])
-    with connection.cursor() as cursor:
+    # Prepared: the database plans a shape once per connection, not on every run (workspace.postgresql).
+    with prepared_cursor(connection) as cursor:
         cursor.execute(sql, params)
         results = cursor.fetchall()
     if compiler.has_extra_select:
