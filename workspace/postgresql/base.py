@@ -17,7 +17,6 @@ statements sent through this cursor are prepared: behind such a pooler, PgBounce
 `max_prepared_statements` set is needed.
 """
 
-import contextlib
 import datetime
 import sys
 
@@ -40,25 +39,22 @@ class DatabaseOperations(operations.DatabaseOperations):
 
 class DatabaseWrapper(base.DatabaseWrapper):
     ops_class = DatabaseOperations
+    _preparing = False
 
     def create_cursor(self, name=None):
-        cursor = super().create_cursor(name)
-        self._use_c_loaders(cursor)
+        cursor = _PreparingCursor(self.connection) if self._preparing else super().create_cursor(name)
+        if self.timezone == datetime.UTC:
+            cursor.adapters.register_loader("timestamptz", TimestamptzLoader)
         return cursor
 
-    @contextlib.contextmanager
     def prepared_cursor(self):
         """A cursor (Django's wrapper: its checks, execute wrappers, error translation and query logging) that sends
         the parameters apart from the statement and prepares every statement it runs."""
-        with self.cursor() as cursor:
-            cursor.cursor.close()
-            cursor.cursor = _PreparingCursor(self.connection)
-            self._use_c_loaders(cursor.cursor)
-            yield cursor
-
-    def _use_c_loaders(self, cursor) -> None:
-        if self.timezone == datetime.UTC:
-            cursor.adapters.register_loader("timestamptz", TimestamptzLoader)
+        self._preparing = True
+        try:
+            return self.cursor()
+        finally:
+            self._preparing = False
 
 
 class _PreparingCursor(base.ServerBindingCursor):
