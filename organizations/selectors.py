@@ -37,6 +37,19 @@ def with_organization_stats(queryset: QuerySet[Organization]) -> QuerySet[Organi
     )
 
 
+def _member_count_of(organization: uuid.UUID):
+    return Organization.objects.filter(pk=organization).values(member_count=_active_member_count())
+
+
+_MEMBER_COUNT_OF = CompiledQuery(_member_count_of)
+
+
+def active_member_count(organization_id: uuid.UUID) -> int:
+    """The number of active members of one organization, in a query compiled once per connection."""
+    rows = _MEMBER_COUNT_OF.rows(organization=organization_id)
+    return rows[0]["member_count"] if rows else 0
+
+
 def organizations_of(user: int, scoped: tuple[uuid.UUID, ...] | None) -> QuerySet[Organization]:
     """The organizations `user` is a member of, by name: all of them, or those of `scoped` (a key's
     `scoped_organizations`, see organizations.tenancy.visible_membership_filter)."""

@@ -73,6 +73,17 @@ def parse_organization_id(request, value: str) -> uuid.UUID:
         raise exceptions.NotFound("Organization not found.") from error
 
 
+def membership_lookup(value: str) -> CallerMembershipLookup | None:
+    """The caller's membership of the organization a route names (`@current` or a UUID), to be read in the API key's
+    query; None for anything else (a 404, raised where the route resolves it)."""
+    if value == CURRENT:
+        return CallerMembershipLookup(None)
+    try:
+        return CallerMembershipLookup(uuid.UUID(str(value)))
+    except ValueError:
+        return None
+
+
 def parse_project_id(request, value: str) -> int:
     """`@current` or an integer; anything else is a 404."""
     if value == CURRENT:
@@ -147,15 +158,7 @@ class OrganizationScopedViewSet(TenantViewSet):
     """
 
     def key_query_companion(self) -> CallerMembershipLookup | None:
-        value = self.kwargs.get("organization_id")
-        if value == CURRENT:
-            organization_id = None
-        else:
-            try:
-                organization_id = uuid.UUID(str(value))
-            except ValueError:
-                return None  # a 404, raised where the route resolves it
-        self.caller_lookup = CallerMembershipLookup(organization_id)
+        self.caller_lookup = membership_lookup(self.kwargs.get("organization_id"))
         return self.caller_lookup
 
     @cached_property

@@ -9,6 +9,7 @@ from organizations.filters import ActivityLogFilterSet, MemberFilterSet
 from organizations.models import Domain, Invite, Membership, Organization, Project
 from organizations.permissions import CanChangeMember, CanInviteAtLevel, KeyMayCreateOrganizations
 from organizations.selectors import (
+    active_member_count,
     caller_organizations,
     invites_pending,
     organization_values,
@@ -45,6 +46,7 @@ from organizations.tenancy import (
     OrganizationScopedViewSet,
     TenantViewSet,
     key_scoped_organizations,
+    membership_lookup,
     parse_organization_id,
     parse_project_id,
     visible_memberships,
@@ -91,6 +93,29 @@ class OrganizationViewSet(TenantViewSet, ListMixin, CreateMixin, RetrieveMixin, 
         )
         projects = projects_by_organization(request.user.pk, [row["id"] for row in page])
         return self.get_paginated_response(self.get_serializer().represent_page(page, projects))
+
+    def key_query_companion(self):
+        """For a read of one organization: the caller's membership of it, with it, in the API key's query."""
+        if self.action != "retrieve":
+            return None
+        self.caller_lookup = membership_lookup(self.kwargs.get(self.lookup_url_kwarg or self.lookup_field))
+        return self.caller_lookup
+
+    def retrieve(self, request, *args, **kwargs):
+        """The organization as its list page shows it, from the membership read with the API key and two queries
+        compiled once per connection (member count, projects): no queryset, prefetch or serializer per request.
+        Other authentication, and an organization the caller cannot see, take the queryset's way."""
+        lookup = self.__dict__.pop("caller_lookup", None)
+        if lookup is None or not lookup.loaded or lookup.membership is None:
+            return super().retrieve(request, *args, **kwargs)
+        organization = lookup.membership.organization
+        organization.membership_level = lookup.membership.level
+        self.check_object_permissions(request, organization)
+        row = {name: getattr(organization, name) for name in OrganizationSerializer.PAGE_COLUMNS}
+        row["membership_level"] = organization.membership_level
+        row["member_count"] = active_member_count(organization.pk)
+        projects = projects_by_organization(request.user.pk, [organization.pk])
+        return self.object_response(data=self.get_serializer().represent_page([row], projects)[0])
 
     def lookup_value(self, value):
         return parse_organization_id(self.request, value)

@@ -263,6 +263,19 @@ class TestListPages:
         assert [len(row["teams"]) for row in listed] == [1, 2, 0]
         assert listed[1]["available_features"] == ["sso"] and listed[1]["member_count"] == "2"
 
+    def test_a_keys_read_is_the_serializers_read(self, alice, three, key_client, api_client):
+        """With a key, one organization is read from the key's query and compiled queries; with a session, through
+        the queryset and the serializer: the same bytes and ETag."""
+        UserFactory(is_active=False, current_organization=three[1])
+        MembershipFactory(user=UserFactory(is_active=False), organization=three[1])
+        client = key_client("organization:read")
+        for value in ["@current", *(str(organization.id) for organization in three)]:
+            by_key, by_session = client.get(detail_url(value)), api_client.get(detail_url(value))
+            assert by_key.status_code == by_session.status_code == 200
+            assert by_key.content == by_session.content
+            assert by_key["ETag"] == by_session["ETag"]
+            assert client.get(detail_url(value), HTTP_IF_NONE_MATCH=by_key["ETag"]).status_code == 304
+
     def test_keys_limited_to_other_organizations_share_no_page(self, alice, charlie, three, key_client):
         from workspace.api import rows
 
