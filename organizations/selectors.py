@@ -172,6 +172,8 @@ class CallerMembershipLookup(CallerTenantLookup):
         membership = MEMBERSHIP_COLUMNS.load(values[: len(MEMBERSHIP_COLUMNS)], connection)
         if membership is not None and self.visible(membership.organization_id):
             membership.organization = ORGANIZATION_COLUMNS.load(values[len(MEMBERSHIP_COLUMNS) :], connection)
+            # As organizations.tenancy.visible_organizations annotates it.
+            membership.organization.membership_level = membership.level
             self.membership = membership
 
 

@@ -108,11 +108,9 @@ class OrganizationViewSet(TenantViewSet, ListMixin, CreateMixin, RetrieveMixin, 
         lookup = self.__dict__.pop("caller_lookup", None)
         if lookup is None or not lookup.loaded or lookup.membership is None:
             return super().retrieve(request, *args, **kwargs)
-        organization = lookup.membership.organization
-        organization.membership_level = lookup.membership.level
+        organization = lookup.membership.organization  # with the caller's `membership_level`, as a queryset annotates
         self.check_object_permissions(request, organization)
-        row = {name: getattr(organization, name) for name in OrganizationSerializer.PAGE_COLUMNS}
-        row["membership_level"] = organization.membership_level
+        row = {name: getattr(organization, name) for name in [*OrganizationSerializer.PAGE_COLUMNS, "membership_level"]}
         row["member_count"] = active_member_count(organization.pk)
         projects = projects_by_organization(request.user.pk, [organization.pk])
         return self.object_response(data=self.get_serializer().represent_page([row], projects)[0])
