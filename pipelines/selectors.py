@@ -35,13 +35,15 @@ def run_log_lines(run: BatchExportRun) -> QuerySet[BatchExportRunLog]:
 
 
 # The latest runs of each export, through the runs index (batch_export, created_at desc, data_interval_end desc,
-# id desc): one short index scan per export, however many runs an export has accumulated.
+# id desc): one short index scan per export, however many runs an export has accumulated. The ordering names the
+# table's columns, not the selected ones: a bare `id` would be the selected `id::text`, which no index holds (each
+# export's runs were then sorted again).
 _LATEST_RUNS_POSTGRESQL = """
 SELECT run.* FROM unnest(%s::uuid[]) AS export (id)
 CROSS JOIN LATERAL (
-    SELECT {columns} FROM pipelines_batchexportrun
-    WHERE batch_export_id = export.id
-    ORDER BY created_at DESC, data_interval_end DESC, id DESC
+    SELECT {columns} FROM pipelines_batchexportrun AS r
+    WHERE r.batch_export_id = export.id
+    ORDER BY r.created_at DESC, r.data_interval_end DESC, r.id DESC
     LIMIT {count:d}
 ) AS run
 """
