@@ -9,6 +9,7 @@ from django.db.backends.postgresql.psycopg_any import register_tzloader
 from django.test.utils import CaptureQueriesContext
 
 from tests.dashboards.factories import DashboardFactory
+from workspace.api.rows import prepared_cursor
 
 pytestmark = [pytest.mark.django_db, pytest.mark.requires_postgres]
 
@@ -64,3 +65,26 @@ def test_prepared_queries_are_logged_with_their_values(alice, project, key_clien
     key_query = next(item["sql"] for item in queries.captured_queries if '"apikeys_personalapikey" k' in item["sql"])
     assert "$1" not in key_query and "%s" not in key_query
     assert 'k."secure_value" = \'' in key_query
+
+
+BINARY_QUERY = (
+    "SELECT %s::text, %s::int, %s::bigint, %s::boolean, %s::timestamptz, '1999-03-01 23:00:00-05'::timestamptz,"
+    " NULL::text, NULL::timestamptz"
+)
+BINARY_PARAMS = ["dé\u2028jà", 7, 2**40, True, dt.datetime(2026, 11, 21, 12, 30, 5, 123456, tzinfo=dt.UTC)]
+
+
+def test_binary_results_are_the_values_the_text_format_gives():
+    with prepared_cursor(connection, binary=True) as cursor:
+        assert cursor.cursor.format == 1  # binary
+        cursor.execute(BINARY_QUERY, BINARY_PARAMS)
+        binary = cursor.fetchone()
+    with prepared_cursor(connection) as cursor:
+        assert cursor.cursor.format == 0  # text
+        cursor.execute(BINARY_QUERY, BINARY_PARAMS)
+        text = cursor.fetchone()
+    assert binary == text
+    assert [type(value) for value in binary] == [type(value) for value in text]
+    assert binary[4].tzinfo is dt.UTC and binary[5].tzinfo is dt.UTC
+    with connection.cursor() as cursor:  # plain cursors stay as Django makes them
+        assert cursor.cursor.format == 0

@@ -21,7 +21,7 @@ import datetime
 import sys
 
 from django.db.backends.postgresql import base, operations
-from psycopg import errors
+from psycopg import errors, pq
 from psycopg.types.datetime import TimestamptzLoader
 
 
@@ -39,22 +39,27 @@ class DatabaseOperations(operations.DatabaseOperations):
 
 class DatabaseWrapper(base.DatabaseWrapper):
     ops_class = DatabaseOperations
-    _preparing = False
+    _preparing = None  # while `prepared_cursor` makes a cursor: the format of its results
 
     def create_cursor(self, name=None):
-        cursor = _PreparingCursor(self.connection) if self._preparing else super().create_cursor(name)
+        if self._preparing is None:
+            cursor = super().create_cursor(name)
+        else:
+            cursor = _PreparingCursor(self.connection)
+            cursor.format = self._preparing
         if self.timezone == datetime.UTC:
             cursor.adapters.register_loader("timestamptz", TimestamptzLoader)
         return cursor
 
-    def prepared_cursor(self):
+    def prepared_cursor(self, *, binary: bool = False):
         """A cursor (Django's wrapper: its checks, execute wrappers, error translation and query logging) that sends
-        the parameters apart from the statement and prepares every statement it runs."""
-        self._preparing = True
+        the parameters apart from the statement and prepares every statement it runs; its results in the binary
+        format if `binary` (see workspace.api.rows.prepared_cursor)."""
+        self._preparing = pq.Format.BINARY if binary else pq.Format.TEXT
         try:
             return self.cursor()
         finally:
-            self._preparing = False
+            self._preparing = None
 
 
 class _PreparingCursor(base.ServerBindingCursor):
