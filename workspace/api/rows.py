@@ -5,12 +5,13 @@ write once in SQL than to compile from a queryset each time. `ModelColumns` name
 a table alias for the SELECT list, and turns that slice of a row back into an instance: each value goes through the
 converters the ORM applies (the backend's and the field's: UUIDs on SQLite, JSON, time zones), then `from_db`.
 `compiled_rows` (and `CompiledQuery`) keeps a values queryset's compiled SQL instead, for queries the ORM writes well
-enough but whose building costs more than their running.
+enough but whose building costs more than their running. Both read JSON columns with orjson (`read_json`).
 """
 
 import uuid
 from collections import OrderedDict
 
+import orjson
 from django.db import DEFAULT_DB_ALIAS, connections, models
 
 
@@ -62,6 +63,7 @@ class ModelColumns:
             for position, field in enumerate(self.fields):
                 expression = field.get_col(self.alias)
                 functions = connection.ops.get_db_converters(expression) + expression.get_db_converters(connection)
+                functions = [read_json(function) for function in functions]
                 if functions:
                     found.append((position, functions, expression))
             self._converters[connection.vendor] = found
@@ -214,4 +216,41 @@ def _compile(build, connection, kinds: tuple) -> tuple:
     # CPU); None leaves composite columns to results_iter.
     selected = [column for column, _, _ in compiler.select[: compiler.col_count]]
     converters = None if compiler.has_composite_fields(selected) else compiler.get_converters(selected)
+    if converters:
+        converters = {
+            position: ([read_json(function) for function in functions], expression)
+            for position, (functions, expression) in converters.items()
+        }
     return compiler, sql, params, slots, names, converters
+
+
+# A run of digits as long as 2**63's (with every digit written as 0): a number orjson may read otherwise than the
+# standard library (orjson reads an integer beyond 64 bits as a float). Looked for in the UTF-8 bytes, which orjson
+# reads anyway: a bytes translation is C-speed where a regular expression costs more than the reading.
+_LONG_NUMBER = b"0" * 19
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+
+
+def read_json(converter):
+    """`converter` itself, unless it is a JSONField's `from_db_value` with the standard decoder: then the same
+    conversion with orjson, two to three times faster than `json.loads` for the short documents of a list page's
+    rows (most of the standard library's time goes to its Python layer). A text orjson would read otherwise or
+    cannot read (an integer beyond 64 bits, `NaN`, a number out of a float's range, a lone surrogate, invalid JSON)
+    goes through `from_db_value` as before."""
+    if getattr(converter, "__func__", None) is not models.JSONField.from_db_value or converter.__self__.decoder:
+        return converter
+
+    def from_db_value(value, expression, connection):
+        if type(value) is str:
+            try:
+                text = value.encode()
+            except UnicodeEncodeError:  # a lone surrogate
+                return converter(value, expression, connection)
+            if len(text) < len(_LONG_NUMBER) or _LONG_NUMBER not in text.translate(_DIGITS_AS_ZERO):
+                try:
+                    return orjson.loads(text)
+                except orjson.JSONDecodeError:
+                    pass
+        return converter(value, expression, connection)
+
+    return from_db_value
