@@ -155,16 +155,16 @@ class BatchExportSerializer(ModelSerializer):
             BatchExportDestinationSerializer(),
             [{"type": row["destination_type"], "config": row["destination_config"]} for row in rows],
         )
-        runs = iter(
-            represent_rows(
-                BatchExportRunSerializer(),
-                [run for row in rows for run in latest_runs[row["id"]]],
-                columns=BatchExportRunSerializer.Meta.fields,
-            )
+        runs = represent_rows(
+            BatchExportRunSerializer(),
+            [run for row in rows for run in latest_runs[row["id"]]],
+            columns=BatchExportRunSerializer.Meta.fields,
         )
+        # Each export's runs are a list of the same kind: the parts of a FloatsChecked list are checked too.
+        runs_list, runs = type(runs), iter(runs)
         for row, destination in zip(rows, destinations, strict=True):
             row["destination"] = destination
-            row["latest_runs"] = [next(runs) for _ in latest_runs[row["id"]]]
+            row["latest_runs"] = runs_list(next(runs) for _ in latest_runs[row["id"]])
         return represent_rows(self, rows, ready=frozenset({"destination", "latest_runs"}))
 
     def validate(self, attrs):

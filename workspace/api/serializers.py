@@ -1,12 +1,14 @@
 import copy
 import datetime
 import uuid
+from operator import itemgetter
 
 from django.db import models
 from rest_framework import ISO_8601, serializers
 from rest_framework.settings import api_settings
 
 from workspace.api.fields import StrictBooleanField, StrictCharField, StrictEmailField, StrictSlugField, StrictURLField
+from workspace.api.renderers import FloatsChecked, values_hold_odd_float
 
 
 class ModelSerializer(serializers.ModelSerializer):
@@ -52,7 +54,13 @@ def represent_rows(
     (workspace.api.renderers) writes exactly as the field would, in C: UUIDs, and date-times in UTC, which is what
     the database gives, when UTC is the zone they are shown in. A page of batch exports with their latest runs holds
     ~16,000 values, ~4,500 of them date-times.
+
+    The page is a `FloatsChecked` list, which the renderer need not read for floats, when none of its values holds one
+    that the renderer might write otherwise than DRF's (workspace.api.renderers.holds_odd_float): the fields that
+    cannot show a float (text, integers, booleans, UUIDs, date-times) are not looked at, the others' values are
+    (JSON documents, nested lists and objects, choices).
     """
+    readable = _readable_fields(serializer, ready)
     fields = [
         (
             name,
@@ -60,7 +68,7 @@ def represent_rows(
             kept,
             _fast_representation(field) or field.to_representation,
         )
-        for name, field, kept in _readable_fields(serializer, ready)
+        for name, field, kept in readable
     ]
     represented = []
     for row in rows:
@@ -69,7 +77,33 @@ def represent_rows(
             value = row[key]
             item[name] = value if value is None or kept is ANY_TYPE or type(value) in kept else to_representation(value)
         represented.append(item)
-    return represented
+    looked_at = [name for name, field, kept in readable if kept is ANY_TYPE or not _shows_no_float(field)]
+    if any(values_hold_odd_float(map(itemgetter(name), represented)) for name in looked_at):
+        return represented
+    return FloatsChecked(represented)
+
+
+# The DRF representations that are never a float, whatever the value: text, an integer, a boolean, a UUID's text.
+_NEVER_FLOAT = frozenset(
+    {
+        serializers.CharField.to_representation,
+        serializers.EmailField.to_representation,
+        serializers.SlugField.to_representation,
+        serializers.URLField.to_representation,
+        serializers.IntegerField.to_representation,
+        serializers.BigIntegerField.to_representation,
+        serializers.BooleanField.to_representation,
+        serializers.UUIDField.to_representation,
+    }
+)
+
+
+def _shows_no_float(field) -> bool:
+    method = type(field).to_representation
+    if method is serializers.DateTimeField.to_representation:
+        # Text, or with no format the value itself, which a date-time column gives as a date-time.
+        return getattr(field, "format", api_settings.DATETIME_FORMAT) is not None
+    return method in _NEVER_FLOAT
 
 
 def readable_field_names(serializer: serializers.Serializer) -> list[str]:
