@@ -15,6 +15,7 @@ from pipelines.models import (
     PluginConfig,
 )
 from workspace.api.fields import StrictCharField
+from workspace.api.renderers import FloatsKnown
 from workspace.api.serializers import ModelSerializer, represent_rows
 from workspace.models import ActivityLog
 from workspace.serializers import UserBasicSerializer
@@ -160,11 +161,14 @@ class BatchExportSerializer(ModelSerializer):
             [run for row in rows for run in latest_runs[row["id"]]],
             columns=BatchExportRunSerializer.Meta.fields,
         )
-        # Each export's runs are a list of the same kind: the parts of a FloatsChecked list are checked too.
-        runs_list, runs = type(runs), iter(runs)
+        # When the runs hold no odd float, each export's are a list with nothing left to look at.
+        runs_list = list if runs.holds_odd_float() else FloatsKnown
+        start = 0
         for row, destination in zip(rows, destinations, strict=True):
             row["destination"] = destination
-            row["latest_runs"] = runs_list(next(runs) for _ in latest_runs[row["id"]])
+            end = start + len(latest_runs[row["id"]])
+            row["latest_runs"] = runs_list(runs[start:end])
+            start = end
         return represent_rows(self, rows, ready=frozenset({"destination", "latest_runs"}))
 
     def validate(self, attrs):

@@ -1,4 +1,4 @@
-"""Pages whose floats were checked when they were made skip the renderer's reading of the output for them."""
+"""Pages whose makers know where their floats may be are checked by looking there, not by reading the output."""
 
 import datetime as dt
 import decimal
@@ -12,7 +12,7 @@ from django.db import models
 from rest_framework import renderers, serializers
 
 from workspace.api import renderers as our_renderers
-from workspace.api.renderers import FloatsChecked, JSONRenderer, holds_odd_float
+from workspace.api.renderers import FloatsKnown, JSONRenderer, holds_odd_float
 from workspace.api.serializers import represent_rows
 
 AT = dt.datetime(2026, 11, 22, 9, 15, 0, 250000, tzinfo=dt.UTC)
@@ -38,7 +38,7 @@ def test_floats_python_writes_with_an_exponent_are_odd(value):
 
 @pytest.mark.parametrize(
     "value",
-    [decimal.Decimal("1.5"), {"a": decimal.Decimal("0")}, [object()], {"ordered": FloatsChecked()}.items()],
+    [decimal.Decimal("1.5"), {"a": decimal.Decimal("0")}, [object()], {"ordered": FloatsKnown()}.items()],
     ids=["decimal", "nested decimal", "unknown type", "an iterable orjson cannot write"],
 )
 def test_values_handed_to_drfs_encoder_are_odd(value):
@@ -64,7 +64,7 @@ def test_what_holds_no_odd_float_renders_as_drf_renders_it_unread(data, monkeypa
     if holds_odd_float(data):
         return
     monkeypatch.setattr(our_renderers, "floats_spelled_otherwise", pytest.fail)
-    assert JSONRenderer().render({"count": 1, "next": None, "results": FloatsChecked([data])}) == expected.replace(
+    assert JSONRenderer().render({"count": 1, "next": None, "results": FloatsKnown([data])}) == expected.replace(
         b'"results"', b'"next":null,"results"'
     )
 
@@ -73,9 +73,17 @@ def test_an_envelope_with_anything_else_is_read(monkeypatch):
     read = []
     monkeypatch.setattr(our_renderers, "floats_spelled_otherwise", lambda output: read.append(output) or False)
     JSONRenderer().render({"count": 1, "results": [{"f": 2.5}]})
-    JSONRenderer().render({"count": 1.0, "results": FloatsChecked()})
-    JSONRenderer().render([FloatsChecked()])
-    assert len(read) == 3
+    JSONRenderer().render({"count": 1.0, "results": FloatsKnown()})
+    JSONRenderer().render([FloatsKnown()])
+    JSONRenderer().render(FloatsKnown([{"small": 1e-5, "n": 1}], look_at=["small"]))
+    assert len(read) == 4
+
+
+def test_only_the_values_a_list_names_are_looked_at():
+    assert FloatsKnown([{"small": 1e-5, "n": 1}], look_at=["small"]).holds_odd_float()
+    assert not FloatsKnown([{"small": 1e-5, "n": 1}], look_at=["n"]).holds_odd_float()
+    assert holds_odd_float({"nested": FloatsKnown([{"small": 1e-5}], look_at=["small"])})
+    assert not holds_odd_float({"nested": FloatsKnown([{"small": 1e-5}])})
 
 
 class Shown(serializers.Serializer):
@@ -93,9 +101,10 @@ def row(**values):
     return plain | values
 
 
-def test_a_page_of_plain_values_is_float_checked():
+def test_a_page_names_the_fields_that_may_show_a_float():
     page = represent_rows(Shown(), [row(), row(config={"ratio": 0.25, "list": [1.5, None]}), row(anything=[0.5])])
-    assert type(page) is FloatsChecked
+    assert type(page) is FloatsKnown and set(page.look_at) == {"state", "config", "anything"}
+    assert not page.holds_odd_float()
 
 
 @pytest.mark.parametrize(
@@ -106,19 +115,19 @@ def test_a_page_of_plain_values_is_float_checked():
 def test_a_page_with_an_odd_float_is_left_to_the_renderer(odd):
     rows = [row(), row(**odd)]
     page = represent_rows(Shown(), rows)
-    assert type(page) is list
-    assert JSONRenderer().render(page) == renderers.JSONRenderer().render(represent_rows(Shown(), rows))
+    assert page.holds_odd_float()
+    assert JSONRenderer().render(page) == renderers.JSONRenderer().render(list(page))
 
 
 def test_a_document_nested_past_the_stack_is_left_to_the_renderer():
     deep = []
     for _ in range(5_000):
         deep = [deep]
-    assert type(represent_rows(Shown(), [row(config=deep)])) is list
+    assert represent_rows(Shown(), [row(config=deep)]).holds_odd_float()
 
 
-def test_ready_fields_are_looked_at_and_checked_parts_are_not_walked_again():
-    checked = FloatsChecked([{"ratio": 0.5}])
-    page = represent_rows(Shown(), [row(name=checked)], ready=frozenset({"name"}))
-    assert type(page) is FloatsChecked and page[0]["name"] is checked
-    assert type(represent_rows(Shown(), [row(name=[{"small": 1e-6}])], ready=frozenset({"name"}))) is list
+def test_ready_fields_are_looked_at():
+    nested = FloatsKnown([{"ratio": 1e-5}])  # nothing to look at: its maker found no odd float
+    page = represent_rows(Shown(), [row(name=nested)], ready=frozenset({"name"}))
+    assert not page.holds_odd_float() and page[0]["name"] is nested
+    assert represent_rows(Shown(), [row(name=[{"small": 1e-6}])], ready=frozenset({"name"})).holds_odd_float()

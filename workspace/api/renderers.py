@@ -11,15 +11,16 @@ by orjson itself, as DRF writes them (isoformat, `Z` for UTC): list pages leave 
 fail, and a date-time whose zone's offset has seconds (a local mean time before 1900; the API writes UTC only) is
 written with its offset cut to the minute.
 
-The float check reads the whole output, ~4 ms a megabyte. A page whose floats were checked when it was made (a
-`FloatsChecked` list: none of its values `holds_odd_float`; see workspace.api.serializers.represent_rows), alone or in
-a page's envelope, skips it: a page of 100 batch exports with their latest runs is ~480 KB of text, UUIDs and
-date-times.
+The float check reads the whole output, ~4 ms a megabyte. A page whose maker knows where its floats may be (a
+`FloatsKnown` list, from workspace.api.serializers.represent_rows), alone or in a page's envelope, is checked by
+looking at those values instead: a page of 100 batch exports with their latest runs is ~480 KB of text, UUIDs and
+date-times, and holds no value that may be a float but the exports' JSON.
 """
 
 import datetime as dt
 import re
 import uuid
+from operator import itemgetter
 
 import orjson
 from rest_framework import renderers
@@ -41,14 +42,24 @@ _DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
 _FLOAT_TOKEN_CANDIDATE = re.compile(rb"[:,\[][-.\d]*(?:\de[-\d]|0\.0000)")
 
 
-class FloatsChecked(list):
-    """A list in which no value `holds_odd_float`, as its maker checked; its items and slices hold none either."""
+class FloatsKnown(list):
+    """A list whose floats can be checked without reading the output: its items are dicts, and only their values
+    under the keys `look_at` may hold a float (its maker knows the others cannot). With no key to look at, it holds
+    no odd float (see `holds_odd_float`), and neither do its items and slices. The renderer looks when it writes the
+    list, not before: a list a single-object read takes its one item from is never looked at."""
+
+    def __init__(self, items=(), look_at=()):
+        super().__init__(items)
+        self.look_at = tuple(look_at)
+
+    def holds_odd_float(self) -> bool:
+        return any(values_hold_odd_float(map(itemgetter(key), self)) for key in self.look_at)
 
 
 # Floats in [1e-4, 1e16), and zeros, are written alike by orjson and Python (digits and a point, no exponent).
 _PLAIN_FLOATS = (1e-4, 1e16)
 # Values that hold no float, and that orjson writes natively.
-_NO_FLOAT_TYPES = frozenset({str, int, bool, type(None), uuid.UUID, dt.datetime, dt.date, dt.time, FloatsChecked})
+_NO_FLOAT_TYPES = frozenset({str, int, bool, type(None), uuid.UUID, dt.datetime, dt.date, dt.time})
 
 
 def holds_odd_float(value) -> bool:
@@ -63,6 +74,8 @@ def holds_odd_float(value) -> bool:
         return any(map(holds_odd_float, value))
     if kind is float:
         return value != 0 and not _PLAIN_FLOATS[0] <= abs(value) < _PLAIN_FLOATS[1]
+    if kind is FloatsKnown:
+        return value.holds_odd_float()
     # Text and integers of a subclass (a choice's enum member) are written as text and integers.
     return not isinstance(value, str | int)
 
@@ -83,13 +96,14 @@ _SCALARS = frozenset({str, int, bool, type(None)})
 
 
 def checked_for_floats(data) -> bool:
-    """Whether `data`'s floats are known to be written alike without reading its output: a FloatsChecked list, or a
-    dict whose values are FloatsChecked lists and scalars other than floats (a page's envelope)."""
-    if isinstance(data, FloatsChecked):
-        return True
+    """Whether `data`'s floats are known to be written alike without reading its output: a FloatsKnown list without an
+    odd float, or a dict of such lists and scalars other than floats (a page's envelope)."""
+    lists = [data]
     if isinstance(data, dict):
-        return all(type(value) in _SCALARS or isinstance(value, FloatsChecked) for value in data.values())
-    return False
+        lists = [value for value in data.values() if type(value) not in _SCALARS]
+    return all(isinstance(value, FloatsKnown) for value in lists) and not any(
+        value.holds_odd_float() for value in lists
+    )
 
 
 def floats_spelled_otherwise(output: bytes) -> bool:

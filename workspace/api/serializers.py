@@ -1,14 +1,13 @@
 import copy
 import datetime
 import uuid
-from operator import itemgetter
 
 from django.db import models
 from rest_framework import ISO_8601, serializers
 from rest_framework.settings import api_settings
 
 from workspace.api.fields import StrictBooleanField, StrictCharField, StrictEmailField, StrictSlugField, StrictURLField
-from workspace.api.renderers import FloatsChecked, values_hold_odd_float
+from workspace.api.renderers import FloatsKnown
 
 
 class ModelSerializer(serializers.ModelSerializer):
@@ -55,10 +54,9 @@ def represent_rows(
     the database gives, when UTC is the zone they are shown in. A page of batch exports with their latest runs holds
     ~16,000 values, ~4,500 of them date-times.
 
-    The page is a `FloatsChecked` list, which the renderer need not read for floats, when none of its values holds one
-    that the renderer might write otherwise than DRF's (workspace.api.renderers.holds_odd_float): the fields that
-    cannot show a float (text, integers, booleans, UUIDs, date-times) are not looked at, the others' values are
-    (JSON documents, nested lists and objects, choices).
+    The page is a `FloatsKnown` list, which tells the renderer which values to look at for floats rather than read
+    its output (workspace.api.renderers): those of the fields that may show one (JSON documents, nested lists and
+    objects, choices), not those of text, integer, boolean, UUID and date-time fields.
     """
     readable = _readable_fields(serializer, ready)
     fields = [
@@ -77,10 +75,9 @@ def represent_rows(
             value = row[key]
             item[name] = value if value is None or kept is ANY_TYPE or type(value) in kept else to_representation(value)
         represented.append(item)
-    looked_at = [name for name, field, kept in readable if kept is ANY_TYPE or not _shows_no_float(field)]
-    if any(values_hold_odd_float(map(itemgetter(name), represented)) for name in looked_at):
-        return represented
-    return FloatsChecked(represented)
+    return FloatsKnown(
+        represented, look_at=[name for name, field, kept in readable if kept is ANY_TYPE or not _shows_no_float(field)]
+    )
 
 
 # The DRF representations that are never a float, whatever the value: text, an integer, a boolean, a UUID's text.
