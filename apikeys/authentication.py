@@ -1,3 +1,5 @@
+from time import monotonic
+
 from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.db import connections, router
@@ -14,6 +16,11 @@ from workspace.api.throttling import FailedAuthenticationThrottle
 # A key that authenticated recently passes the failed-authentication throttle of its address: someone else
 # guessing keys from behind the same NAT must not lock its owner out. It is still looked up every time.
 VERIFIED_KEY_SECONDS = 3600
+# The same, remembered by this process for a few minutes (marker -> until, on the monotonic clock), so that a key in
+# use does not cost a round trip to the shared cache on every request (~0.2 ms with Redis) only to find its marker.
+VERIFIED_HERE_SECONDS = 300
+VERIFIED_HERE_MAX = 10_000
+_verified_here: dict[str, float] = {}
 
 
 KEY_COLUMNS = ModelColumns(PersonalAPIKey, "k")
@@ -22,6 +29,17 @@ USER_COLUMNS = ModelColumns(get_user_model(), "u")
 
 def verified_key_marker(key: str) -> str:
     return f"auth:verified:{hash_key(key)[:32]}"
+
+
+def _verified_here_recently(marker: str) -> bool:
+    until = _verified_here.get(marker)
+    return until is not None and monotonic() < until
+
+
+def _remember_verified(marker: str) -> None:
+    if len(_verified_here) >= VERIFIED_HERE_MAX:
+        _verified_here.clear()
+    _verified_here[marker] = monotonic() + VERIFIED_HERE_SECONDS
 
 
 class PersonalAPIKeyAuthentication(BaseAuthentication):
@@ -55,7 +73,9 @@ class PersonalAPIKeyAuthentication(BaseAuthentication):
             except UnicodeError:
                 pass
         failures = FailedAuthenticationThrottle()
-        verified = failures.refuse_if_over(request, exempt_key=verified_key_marker(key) if key else None)
+        marker = verified_key_marker(key) if key else None
+        verified_here = marker is not None and _verified_here_recently(marker)
+        verified = verified_here or failures.refuse_if_over(request, exempt_key=marker)
         try:
             if key is None:
                 raise exceptions.AuthenticationFailed(
@@ -66,7 +86,9 @@ class PersonalAPIKeyAuthentication(BaseAuthentication):
             failures.record_failure(request)
             raise
         if not verified:
-            cache.set(verified_key_marker(key), True, VERIFIED_KEY_SECONDS)
+            cache.set(marker, True, VERIFIED_KEY_SECONDS)
+        if not verified_here:
+            _remember_verified(marker)
         return user, api_key
 
     @staticmethod

@@ -6,6 +6,7 @@ Before, invalid keys were never throttled and each well-formed guess cost a data
 import pytest
 from rest_framework.test import APIClient
 
+from apikeys import authentication
 from apikeys.models import PersonalAPIKey
 from apikeys.services import api_key_revoke, generate_key
 from workspace.api.throttling import FailedAuthenticationThrottle
@@ -101,3 +102,24 @@ def test_a_successful_request_does_not_reset_the_count(alice, issue_key):
     assert owner.get(URL).status_code == 200
     assert guess("10.0.0.10").status_code == 401  # the fifth failure
     assert_throttled(guess("10.0.0.10"))
+
+
+def test_a_key_this_process_verified_lately_skips_the_shared_cache(alice, issue_key, monkeypatch):
+    owner = from_address("10.0.0.11", issue_key(alice, "organization:read"))
+    assert owner.get(URL).status_code == 200
+    asked = []
+    original = FailedAuthenticationThrottle.refuse_if_over
+
+    def refuse_if_over(*args, **kwargs):
+        asked.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(FailedAuthenticationThrottle, "refuse_if_over", refuse_if_over)
+    assert owner.get(URL).status_code == 200
+    assert asked == []
+    later = authentication.monotonic() + authentication.VERIFIED_HERE_SECONDS + 1
+    monkeypatch.setattr(authentication, "monotonic", lambda: later)
+    assert owner.get(URL).status_code == 200
+    assert asked == [1]
+    assert guess("10.0.0.11").status_code == 401
+    assert asked == [1, 1]
