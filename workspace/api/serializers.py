@@ -80,29 +80,6 @@ def represent_rows(
     )
 
 
-# The DRF representations that are never a float, whatever the value: text, an integer, a boolean, a UUID's text.
-_NEVER_FLOAT = frozenset(
-    {
-        serializers.CharField.to_representation,
-        serializers.EmailField.to_representation,
-        serializers.SlugField.to_representation,
-        serializers.URLField.to_representation,
-        serializers.IntegerField.to_representation,
-        serializers.BigIntegerField.to_representation,
-        serializers.BooleanField.to_representation,
-        serializers.UUIDField.to_representation,
-    }
-)
-
-
-def _shows_no_float(field) -> bool:
-    method = type(field).to_representation
-    if method is serializers.DateTimeField.to_representation:
-        # Text, or with no format the value itself, which a date-time column gives as a date-time.
-        return getattr(field, "format", api_settings.DATETIME_FORMAT) is not None
-    return method in _NEVER_FLOAT
-
-
 def readable_field_names(serializer: serializers.Serializer) -> list[str]:
     """The names of `serializer`'s readable fields, in order: what `represent_rows` reads of each row."""
     return [name for name, _, _ in _readable_fields(serializer, frozenset())]
@@ -150,23 +127,33 @@ def _field_list(serializer: serializers.Serializer, ready: frozenset[str]) -> li
     ]
 
 
-# The DRF representations that read nothing but the field's own options (and settings) and the value.
-_CONTEXT_FREE = frozenset(
-    {
-        serializers.CharField.to_representation,
-        serializers.EmailField.to_representation,
-        serializers.SlugField.to_representation,
-        serializers.URLField.to_representation,
-        serializers.IntegerField.to_representation,
-        serializers.BigIntegerField.to_representation,
-        serializers.BooleanField.to_representation,
-        serializers.JSONField.to_representation,
-        serializers.ChoiceField.to_representation,
-        serializers.DateTimeField.to_representation,
-        serializers.UUIDField.to_representation,
-        serializers.ReadOnlyField.to_representation,
-    }
+# The DRF representations of text: `str(value)`.
+_TEXT_REPRESENTATIONS = frozenset(
+    field_class.to_representation
+    for field_class in (serializers.CharField, serializers.EmailField, serializers.SlugField, serializers.URLField)
 )
+# The DRF representations that are never a float, whatever the value: text, an integer, a boolean, a UUID's text.
+_NEVER_FLOAT = _TEXT_REPRESENTATIONS | {
+    serializers.IntegerField.to_representation,
+    serializers.BigIntegerField.to_representation,
+    serializers.BooleanField.to_representation,
+    serializers.UUIDField.to_representation,
+}
+# The DRF representations that read nothing but the field's own options (and settings) and the value.
+_CONTEXT_FREE = _NEVER_FLOAT | {
+    serializers.JSONField.to_representation,
+    serializers.ChoiceField.to_representation,
+    serializers.DateTimeField.to_representation,
+    serializers.ReadOnlyField.to_representation,
+}
+
+
+def _shows_no_float(field) -> bool:
+    method = type(field).to_representation
+    if method is serializers.DateTimeField.to_representation:
+        # Text, or with no format the value itself, which a date-time column gives as a date-time.
+        return getattr(field, "format", api_settings.DATETIME_FORMAT) is not None
+    return method in _NEVER_FLOAT
 
 
 def _context_free(field) -> bool:
@@ -178,10 +165,6 @@ def _context_free(field) -> bool:
 
 # `_kept_types` for a field that represents every value as itself.
 ANY_TYPE = frozenset({object})
-_TEXT_REPRESENTATIONS = frozenset(
-    field_class.to_representation
-    for field_class in (serializers.CharField, serializers.EmailField, serializers.SlugField, serializers.URLField)
-)
 
 
 def _kept_types(field) -> frozenset[type]:
