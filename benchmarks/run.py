@@ -10,14 +10,14 @@ floor of this stack measured in the same run.
    rate limits so that the writes are not throttled) and the floor (benchmarks/floor.py) under the same gunicorn
    configuration, each on a free port; checks that the floor's dashboards page is the service's.
 5. Drives every endpoint for `--duration` seconds with 8 kept-alive connections (after a 1 s warm-up for reads),
-   each right after its floor for as long (so that the machine's changing load weighs on both alike), then the
-   ingest row: events/s through `/batch/` beside the floor of COPYing the same events, alternating.
+   in `--rounds` rounds alternating with its floor for as long (so that the machine's changing load weighs on both
+   alike), then the ingest row: events/s through `/batch/` beside the floor of COPYing the same events, alternating.
 6. Prints per endpoint rps, p50/p95/p99, the workers' CPU ms per request, queries per request, the floor it is set
-   beside and the ratio floor rps / service rps, with its target; lists at limit 100 are set beside the dashboards
-   page floor (at the same offset for the deep page), single-object reads and short lists (a page of fewer than
-   100 rows) beside the auth-only floor. The last line is the worst list ratio. Targets are printed, not enforced:
-   the machine is shared and the figures are noisy. The exit status is 1 only when something failed (errors,
-   non-2xx answers, a floor page that differs from the service's).
+   beside and the ratio floor rps / service rps (the median of the rounds' ratios), with its target; lists at limit
+   100 are set beside the dashboards page floor (at the same offset for the deep page), single-object reads and
+   short lists (a page of fewer than 100 rows) beside the auth-only floor. The last line is the worst list ratio.
+   Targets are printed, not enforced: the machine is shared and the figures are noisy. The exit status is 1 only
+   when something failed (errors, non-2xx answers, a floor page that differs from the service's).
 
     make bench                                  # full scale, about 7 minutes on 2 cores
     make bench BENCH_ARGS="--scale 0.1 --duration 3"
@@ -87,7 +87,8 @@ class Result:
     queries: int | None = None
     writes: int | None = None  # queries that write, of those
     cpu_ms: float | None = None  # CPU time of the server's workers per request
-    floor_rps: float | None = None  # the floor measured right before this endpoint
+    floor_rps: float | None = None  # the mean of the floor's rounds beside this endpoint
+    ratio: float | None = None  # the median of the rounds' floor rps / service rps
     notes: list[str] = field(default_factory=list)
 
 
@@ -95,7 +96,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=float, default=1.0, help="data sizes times this (0.1 for a quick run)")
     parser.add_argument("--second", type=float, default=0.5, help="the second tenant's sizes, relative to the first")
-    parser.add_argument("--duration", type=float, default=5.0, help="seconds of load per endpoint")
+    parser.add_argument(
+        "--duration", type=float, default=6.0, help="seconds of load per endpoint (and as many for its floor)"
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="the duration split into this many rounds, alternating with the floor"
+    )
     parser.add_argument("--reuse", action="store_true", help="keep the database of the last run if it has data")
     parser.add_argument("--only", default="", help="comma-separated words: run only endpoints whose name has one")
     parser.add_argument("--ingest-batches", type=int, default=1_200, help="/batch/ posts of 100 events to time")
@@ -165,22 +171,19 @@ def main() -> int:
 
         for path in floor_paths.values():
             drive(driver, floor, [path], fixtures["key"], 1.0)  # warm-up
-        # Each endpoint is measured right after its floor, so that a change in the machine's load between endpoints
-        # weighs on both; the floor rows of the table are the means of these runs.
         for endpoint in endpoints:
             if endpoint.method == "GET":
                 drive(driver, service, endpoint.paths, fixtures["key"], 1.0)  # warm-up
-            paired = drive(driver, floor, [floor_paths[endpoint.floor]], fixtures["key"], args.duration)
-            floors[endpoint.floor].append(paired)
-            result = drive(
-                driver, service, endpoint.paths, fixtures["key"], args.duration, endpoint.method, endpoint.body
+            result, paired = beside_floor(
+                driver, service, floor, endpoint, floor_paths[endpoint.floor], fixtures["key"], args
             )
+            floors[endpoint.floor].extend(paired)
             if result.requests < 5 * CONNECTIONS:  # too slow for percentiles in that time: once more, for longer
                 longer = max(args.duration * 4, 20)
-                result = drive(driver, service, endpoint.paths, fixtures["key"], longer, endpoint.method, endpoint.body)
-                result.notes.append(f"{result.requests} requests in {longer:g} s")
+                again = drive(driver, service, endpoint.paths, fixtures["key"], longer, endpoint.method, endpoint.body)
+                result.p50, result.p95, result.p99 = again.p50, again.p95, again.p99
+                result.notes.append(f"percentiles of {again.requests} requests in {longer:g} s")
             result.queries, result.writes = queries.get(endpoint.name, (None, None))
-            result.floor_rps = paired.rps
             results[endpoint.name] = result
             failures += bool(result.errors or result.statuses)
         ingest_report = ingest(service.url, fixtures, batches=args.ingest_batches, senders=args.ingest_senders)
@@ -491,6 +494,41 @@ def drive(
     return result
 
 
+def beside_floor(driver, service, floor, endpoint, floor_path, key, args) -> tuple[Result, list[Result]]:
+    """The endpoint and its floor in alternating rounds (floor first, then service first, ...), so that a change in
+    the machine's load weighs on both alike; the ratio is the median of the rounds' ratios, which one slow second
+    does not move.
+
+    The result's rps and CPU time are those of all its rounds together, p50 and p95 their medians, p99 the worst
+    round's."""
+    seconds = max(1.0, args.duration / max(1, args.rounds))
+    served, floors = [], []
+    for number in range(max(1, args.rounds)):
+        turns = [
+            (floors, floor, [floor_path], "GET", None),
+            (served, service, endpoint.paths, endpoint.method, endpoint.body),
+        ]
+        for runs, server, paths, method, body in turns[:: -1 if number % 2 else 1]:
+            runs.append(drive(driver, server, paths, key, seconds, method, body))
+    requests = sum(run.requests for run in served)
+    ratios = [paired.rps / run.rps if run.rps else float("inf") for paired, run in zip(floors, served, strict=True)]
+    result = Result(
+        rps=requests / sum(run.requests / run.rps for run in served if run.rps) if requests else 0.0,
+        p50=statistics.median(run.p50 for run in served),
+        p95=statistics.median(run.p95 for run in served),
+        p99=max(run.p99 for run in served),
+        requests=requests,
+        errors=sum(run.errors for run in served),
+        statuses=sum(run.statuses for run in served),
+        cpu_ms=sum((run.cpu_ms or 0) * run.requests for run in served) / requests if requests else None,
+        floor_rps=statistics.mean(paired.rps for paired in floors),
+        ratio=statistics.median(ratios),
+    )
+    if len(ratios) > 1:
+        result.notes.append(f"rounds {min(ratios):.2f}-{max(ratios):.2f}x")
+    return result, floors
+
+
 def worker_cpu_seconds(master: int) -> float:
     """CPU time (user and system) of the gunicorn master's worker processes so far, live or replaced, from /proc
     (0 elsewhere).
@@ -614,7 +652,8 @@ def report(endpoints, results, floors, deep, ingest_report, driver, args, elapse
     print()
     print(
         f"PostgreSQL, scale {args.scale:g}; gunicorn.conf.py with {WORKERS} workers; {driver}, {CONNECTIONS} "
-        f"kept-alive connections, {args.duration:g} s per endpoint; on a shared machine figures vary between runs"
+        f"kept-alive connections, {args.duration:g} s per endpoint in {args.rounds} rounds alternating with its floor; "
+        "ratio = the median of the rounds' floor rps / service rps; on a shared machine figures vary between runs"
     )
     header = (
         f"{'endpoint':<30} {'rps':>7} {'p50 ms':>7} {'p95 ms':>7} {'p99 ms':>7} {'cpu ms':>6} {'queries':>7} "
@@ -642,7 +681,7 @@ def report(endpoints, results, floors, deep, ingest_report, driver, args, elapse
         if result is None:
             continue
         floor = result.floor_rps
-        ratio = floor / result.rps if result.rps else float("inf")
+        ratio = result.ratio
         notes = list(result.notes)
         target = endpoint.target
         if target is not None and ratio > target:
