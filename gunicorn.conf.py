@@ -77,12 +77,14 @@ proc_name = "workspace"
 forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1,::1")
 
 
-# Python's cyclic garbage collector. By default it runs after every 700 new container objects, and a list page
-# makes hundreds of thousands: a tenth of its CPU went to collections that found almost nothing to free. A worker
-# collects after GUNICORN_GC_THRESHOLD new objects instead (0 keeps Python's default); the objects the master
-# loaded (Django, the app, its libraries) are frozen before each fork, so that collections in the workers skip them
-# and leave their memory pages shared with the master.
-gc_threshold = _int("GUNICORN_GC_THRESHOLD", 50_000)
+# Python's cyclic garbage collector. By default it runs after every 700 new container objects; a page of batch
+# exports holds ~3,000 until it is rendered, so it would be walked several times per request. A worker collects
+# after GUNICORN_GC_THRESHOLD new objects instead (0 keeps Python's default), and not many more: what a request
+# leaves to the collector piles up until then, and one collection of 50,000 objects' worth took 50-90 ms, during
+# which no thread of the worker runs (at 10,000: 3-8 ms). The objects the master loaded (Django, the app, its
+# libraries) are frozen before each fork, so that collections in the workers skip them and leave their memory pages
+# shared with the master.
+gc_threshold = _int("GUNICORN_GC_THRESHOLD", 10_000)
 
 
 def pre_fork(server, worker):

@@ -96,7 +96,7 @@ def worker_garbage_collection(**overrides: str) -> tuple[list[int], int]:
 
 def test_workers_collect_garbage_less_often_and_skip_what_the_master_loaded():
     thresholds, frozen = worker_garbage_collection()
-    assert thresholds == [50_000, 10, 10]
+    assert thresholds == [10_000, 10, 10]
     assert frozen > 1_000  # the master's objects: the collector in a worker no longer walks them
     assert worker_garbage_collection(GUNICORN_GC_THRESHOLD="2000")[0] == [2_000, 10, 10]
     assert worker_garbage_collection(GUNICORN_GC_THRESHOLD="0")[0] == [700, 10, 10]  # Python's default
