@@ -49,25 +49,22 @@ CROSS JOIN LATERAL (
 """
 
 
-def latest_runs_by_export(export_ids: list, *, count: int, columns: list[str]) -> dict:
+def latest_runs_by_export(export_ids: list, *, count: int, columns: list[str], versions: bool = False) -> dict:
     """`{export id: [run values, newest first]}` for the given exports, at most `count` runs each, in one query.
 
     Each run is a tuple of `columns` (model field names; `batch_export` for the export's id), in that order; its
-    UUIDs are UUID objects, or their text on PostgreSQL (a UUID field shows either as the same text)."""
+    UUIDs are UUID objects, or their text on PostgreSQL (a UUID field shows either as the same text). With
+    `versions` (PostgreSQL only), each tuple ends with its row's version, as `latest_runs_versions` spells it."""
     runs: dict = {export_id: [] for export_id in export_ids}
     if not export_ids:
         return runs
     names = [run_column(name) for name in columns]
     export = columns.index("batch_export")
     if connection.vendor == "postgresql":
-        # UUIDs as their text, which is what their fields show (a UUID object per value costs more than the rest of
-        # the row's reading); the runs are then found by their export's id in text.
-        quote = connection.ops.quote_name
-        selected = [f"{quote(name)}::text" if _is_uuid(name) else quote(name) for name in names]
         # Prepared (planned once per connection), with the count in its text: a plan made for any count could
-        # leave the index for a sort. Read in the binary format (text, integers and date-times only): for a
-        # page's ~1,000 runs the database writes no date-time as text and psycopg parses none.
-        sql = _LATEST_RUNS_POSTGRESQL.format(columns=", ".join(selected), count=count)
+        # leave the index for a sort.
+        selected = _selected_run_columns(names) + (f", {_ROW_VERSION}" if versions else "")
+        sql = _LATEST_RUNS_POSTGRESQL.format(columns=selected, count=count)
         with prepared_cursor(connection, binary=True) as cursor:
             cursor.execute(sql, [list(export_ids)])
             rows = cursor.fetchall()
@@ -91,6 +88,44 @@ def latest_runs_by_export(export_ids: list, *, count: int, columns: list[str]) -
     for row in rows:
         runs[row[export]].append(row)
     return runs
+
+
+def _selected_run_columns(names: list[str]) -> str:
+    """Run columns as PostgreSQL is asked for them: UUIDs as their text, which is what their fields show (a UUID
+    object per value costs more than the rest of the row's reading). Read in the binary format (text, integers and
+    date-times only): for a page's ~1,000 runs the database writes no date-time as text and psycopg parses none."""
+    quote = connection.ops.quote_name
+    return ", ".join(f"r.{quote(name)}::text" if _is_uuid(name) else f"r.{quote(name)}" for name in names)
+
+
+# The version of a run's row on PostgreSQL: the transaction that wrote it and where it stands (`816(0,1)`), which
+# every change of the row gives new values (an UPDATE writes a new row version), whatever made it.
+_ROW_VERSION = "r.xmin::text || r.ctid::text"
+
+_LATEST_RUNS_VERSIONS_POSTGRESQL = f"""
+SELECT export.id::text, (
+    SELECT string_agg(run.version, '') FROM (
+        SELECT {_ROW_VERSION} AS version FROM pipelines_batchexportrun AS r
+        WHERE r.batch_export_id = export.id
+        ORDER BY r.created_at DESC, r.data_interval_end DESC, r.id DESC
+        LIMIT {{count:d}}
+    ) AS run
+) FROM unnest(%s::uuid[]) AS export (id)
+"""
+
+
+def latest_runs_versions(export_ids: list, *, count: int) -> dict[str, str] | None:
+    """`{export id as text: the version of its latest runs}` for the given exports, in one query: the row versions
+    of its `count` latest runs, newest first, end to end (None when it has none), which changes whenever one of them
+    does or another run becomes one of them. The same index scans as `latest_runs_by_export`, without reading the
+    runs' columns. None on a database that shows no row versions (SQLite)."""
+    if connection.vendor != "postgresql":
+        return None
+    if not export_ids:
+        return {}
+    with prepared_cursor(connection) as cursor:
+        cursor.execute(_LATEST_RUNS_VERSIONS_POSTGRESQL.format(count=count), [list(export_ids)])
+        return dict(cursor.fetchall())
 
 
 def run_column(name: str) -> str:

@@ -15,7 +15,7 @@ from pipelines.models import (
     PluginConfig,
 )
 from workspace.api.fields import StrictCharField
-from workspace.api.renderers import FloatsKnown
+from workspace.api.renderers import FloatsKnown, RenderedJSON
 from workspace.api.serializers import ModelSerializer, represent_rows
 from workspace.models import ActivityLog
 from workspace.serializers import UserBasicSerializer
@@ -44,6 +44,10 @@ class BatchExportRunSerializer(ModelSerializer):
             "batch_export",
         ]
         read_only_fields = fields
+
+
+# What each of an export's latest runs shows, by field name, as a page reads them (BatchExportRunSerializer's fields).
+LATEST_RUN_COLUMNS = list(BatchExportRunSerializer.Meta.fields)
 
 
 @extend_schema_field(OpenApiTypes.OBJECT)
@@ -149,17 +153,23 @@ class BatchExportSerializer(ModelSerializer):
     }
 
     def represent_page(self, rows: list[dict], latest_runs: dict) -> list[dict]:
-        """A list page from `PAGE_COLUMNS` values and `{export id: [run value tuples in the order of
-        BatchExportRunSerializer's fields]}` (pipelines.selectors.latest_runs_by_export), as `.data` of the instances
-        would be, without a serializer per export and per run (see workspace.api.serializers.represent_rows)."""
+        """A list page from `PAGE_COLUMNS` values and either `{export id: [run value tuples in the order of
+        LATEST_RUN_COLUMNS]}` (pipelines.selectors.latest_runs_by_export) or `{export id as text: RenderedJSON of
+        its runs}` (pipelines.rendered_runs), as `.data` of the instances would be, without a serializer per export
+        and per run (see workspace.api.serializers.represent_rows)."""
         destinations = represent_rows(
             BatchExportDestinationSerializer(),
             [{"type": row["destination_type"], "config": row["destination_config"]} for row in rows],
         )
+        if all(type(runs) is RenderedJSON for runs in latest_runs.values()):
+            for row, destination in zip(rows, destinations, strict=True):
+                row["destination"] = destination
+                row["latest_runs"] = latest_runs[str(row["id"])]
+            return represent_rows(self, rows, ready=frozenset({"destination", "latest_runs"}))
         runs = represent_rows(
             BatchExportRunSerializer(),
             [run for row in rows for run in latest_runs[row["id"]]],
-            columns=BatchExportRunSerializer.Meta.fields,
+            columns=LATEST_RUN_COLUMNS,
         )
         # When the runs hold no odd float, each export's are a list with nothing left to look at.
         runs_list = list if runs.holds_odd_float() else FloatsKnown

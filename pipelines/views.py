@@ -13,8 +13,10 @@ from pipelines.destinations import public_config
 from pipelines.filters import BatchExportFilterSet, EventFilterSet, PluginFilterSet
 from pipelines.models import BatchExport, BatchExportBackfill, BatchExportRun, Event, Plugin, PluginConfig
 from pipelines.permissions import PluginsAccessPermission
+from pipelines.rendered_runs import latest_runs_rendered
 from pipelines.selectors import backfills_with_progress, latest_runs_by_export, run_column, run_log_lines
 from pipelines.serializers import (
+    LATEST_RUN_COLUMNS,
     LATEST_RUNS,
     BatchExportBackfillRangeSerializer,
     BatchExportBackfillSerializer,
@@ -57,8 +59,6 @@ PROJECT_ID = OpenApiParameter(
     "project_id", OpenApiTypes.STR, OpenApiParameter.PATH, description="A project id, or `@current`."
 )
 BATCH_EXPORT_ID = OpenApiParameter("batch_export_id", OpenApiTypes.UUID, OpenApiParameter.PATH)
-# What each of an export's latest runs shows, by field name (BatchExportRunSerializer's fields).
-LATEST_RUN_COLUMNS = list(BatchExportRunSerializer.Meta.fields)
 # The project route's operations, whose `project_id` the schema cannot read from the model.
 PROJECT_ACTIONS = ["list", "create", "retrieve", "update", "partial_update", "destroy", "pause", "unpause", "backfill"]
 
@@ -109,7 +109,10 @@ class BatchExportViewSetMixin(ListMixin, CreateMixin, RetrieveMixin, UpdateMixin
             view=self,
             arguments={"owner": self.route_owner()},
         )
-        latest_runs = latest_runs_by_export([row["id"] for row in page], count=LATEST_RUNS, columns=LATEST_RUN_COLUMNS)
+        export_ids = [row["id"] for row in page]
+        latest_runs = latest_runs_rendered(export_ids, count=LATEST_RUNS)
+        if latest_runs is None:
+            latest_runs = latest_runs_by_export(export_ids, count=LATEST_RUNS, columns=LATEST_RUN_COLUMNS)
         return self.get_paginated_response(self.get_serializer().represent_page(page, latest_runs))
 
     def activity_context(self, instance) -> dict:

@@ -453,6 +453,7 @@ class TestQueryCounts:
         client = key_client("batch_export:read")
         client.get(exports_url(organization))  # the key's first use writes last_used_at
         # key (+user, membership, organization), page of exports with their count, newest runs of the page's exports
+        # (on PostgreSQL, the versions of their newest runs: the first request kept their JSON)
         with django_assert_num_queries(3):
             response = client.get(exports_url(organization))
         assert response.status_code == 200

@@ -12,7 +12,7 @@ from django.db import models
 from rest_framework import renderers, serializers
 
 from workspace.api import renderers as our_renderers
-from workspace.api.renderers import FloatsKnown, JSONRenderer, holds_odd_float
+from workspace.api.renderers import FloatsKnown, JSONRenderer, RenderedJSON, holds_odd_float
 from workspace.api.serializers import represent_rows
 
 AT = dt.datetime(2026, 11, 22, 9, 15, 0, 250000, tzinfo=dt.UTC)
@@ -67,6 +67,30 @@ def test_what_holds_no_odd_float_renders_as_drf_renders_it_unread(data, monkeypa
     assert JSONRenderer().render({"count": 1, "next": None, "results": FloatsKnown([data])}) == expected.replace(
         b'"results"', b'"next":null,"results"'
     )
+
+
+@pytest.mark.parametrize("data", SAMPLES, ids=range(len(SAMPLES)))
+def test_values_rendered_once_are_written_again_as_drf_writes_them(data, monkeypatch):
+    """Kept JSON (RenderedJSON) of values without an odd float, written as part of a page, in the compact output
+    and in the indented one that DRF's renderer writes."""
+    rendered = RenderedJSON.of(data)
+    if holds_odd_float(data):
+        assert rendered is None
+        return
+    listed = RenderedJSON.list_of([rendered, rendered])
+    assert not holds_odd_float(listed)
+    for media_type in ("application/json", "application/json; indent=2"):
+        expected = renderers.JSONRenderer().render({"results": [{"runs": [data, data]}]}, media_type)
+        monkeypatch.setattr(our_renderers, "floats_spelled_otherwise", pytest.fail)
+        page = FloatsKnown([{"runs": listed}], look_at=["runs"])
+        assert JSONRenderer().render({"results": page}, media_type) == expected
+
+
+def test_values_the_renderer_writes_otherwise_are_not_rendered_once():
+    assert RenderedJSON.of({"big": 2**64}) is None  # beyond orjson: DRF's renderer writes it
+    assert RenderedJSON.of({"key": object()}) is None
+    assert RenderedJSON.of({1: "a key that is not text"}) is None
+    assert RenderedJSON.of([1e-5]) is None
 
 
 def test_an_envelope_with_anything_else_is_read(monkeypatch):

@@ -15,6 +15,10 @@ The float check reads the whole output, ~4 ms a megabyte. A page whose maker kno
 `FloatsKnown` list, from workspace.api.serializers.represent_rows), alone or in a page's envelope, is checked by
 looking at those values instead: a page of 100 batch exports with their latest runs is ~480 KB of text, UUIDs and
 date-times, and holds no value that may be a float but the exports' JSON.
+
+Values that a maker renders once for many responses (a batch export's latest runs, pipelines.rendered_runs) are
+kept as this renderer's output (`RenderedJSON`, made only from values without an odd float) and written again as
+they are; DRF's renderer, when it writes a response, reads them back.
 """
 
 import datetime as dt
@@ -56,6 +60,32 @@ class FloatsKnown(list):
         return any(values_hold_odd_float(map(itemgetter(key), self)) for key in self.look_at)
 
 
+class RenderedJSON:
+    """Values as this renderer writes them, kept as its output, which it writes again as they are (an orjson
+    Fragment): a maker that renders the same values for many responses (a cache) spares building and writing them.
+    Made by `of` from values that hold no odd float (see `holds_odd_float`), or by `list_of` from such."""
+
+    __slots__ = ("output",)
+
+    def __init__(self, output: bytes):
+        self.output = output
+
+    @classmethod
+    def of(cls, value) -> "RenderedJSON | None":
+        """`value` as the renderer writes it; None when the renderer may write it otherwise (a float Python writes
+        with an exponent, a type only DRF's encoder writes, an integer over 64 bits)."""
+        if holds_odd_float(value):
+            return None
+        try:
+            return cls(orjson.dumps(value, option=_OPTIONS))
+        except orjson.JSONEncodeError:
+            return None
+
+    @classmethod
+    def list_of(cls, items: list["RenderedJSON"]) -> "RenderedJSON":
+        return cls(b"[" + b",".join(item.output for item in items) + b"]")
+
+
 # Floats in [1e-4, 1e16), and zeros, are written alike by orjson and Python (digits and a point, no exponent).
 _PLAIN_FLOATS = (1e-4, 1e16)
 # Values that hold no float, and that orjson writes natively.
@@ -76,6 +106,8 @@ def holds_odd_float(value) -> bool:
         return value != 0 and not _PLAIN_FLOATS[0] <= abs(value) < _PLAIN_FLOATS[1]
     if kind is FloatsKnown:
         return value.holds_odd_float()
+    if kind is RenderedJSON:
+        return False
     # Text and integers of a subclass (a choice's enum member) are written as text and integers.
     return not isinstance(value, str | int)
 
@@ -118,8 +150,23 @@ def floats_spelled_otherwise(output: bytes) -> bool:
     return any(exponent in rest for exponent in _FLOAT_EXPONENTS)
 
 
+class _Encoder(JSONEncoder):
+    """DRF's encoder, for the responses this renderer hands to DRF's: values already rendered are read back."""
+
+    def default(self, obj):
+        if type(obj) is RenderedJSON:
+            return orjson.loads(obj.output)
+        return super().default(obj)
+
+
 class JSONRenderer(renderers.JSONRenderer):
+    encoder_class = _Encoder
     _encoder = JSONEncoder()
+
+    def _default(self, obj):
+        if type(obj) is RenderedJSON:
+            return orjson.Fragment(obj.output)
+        return self._encoder.default(obj)
 
     def render(self, data, accepted_media_type=None, renderer_context=None):
         if data is None:
@@ -127,7 +174,7 @@ class JSONRenderer(renderers.JSONRenderer):
         if self.get_indent(accepted_media_type, renderer_context or {}) is not None or self.ensure_ascii:
             return super().render(data, accepted_media_type, renderer_context)
         try:
-            output = orjson.dumps(data, default=self._encoder.default, option=_OPTIONS)
+            output = orjson.dumps(data, default=self._default, option=_OPTIONS)
         except orjson.JSONEncodeError:
             return super().render(data, accepted_media_type, renderer_context)
         if not checked_for_floats(data) and floats_spelled_otherwise(output):
