@@ -43,8 +43,10 @@ class WithOwnField(serializers.Serializer):
 @pytest.fixture(autouse=True)
 def _empty_cache():
     plumbing._READABLE_FIELDS.clear()
+    plumbing._PLANS.clear()
     yield
     plumbing._READABLE_FIELDS.clear()
+    plumbing._PLANS.clear()
 
 
 def test_fields_that_read_only_their_options_are_read_once_for_the_class():

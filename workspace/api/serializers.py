@@ -3,6 +3,7 @@ import datetime
 import uuid
 
 from django.db import models
+from django.utils import timezone
 from rest_framework import ISO_8601, serializers
 from rest_framework.settings import api_settings
 
@@ -58,7 +59,31 @@ def represent_rows(
     its output (workspace.api.renderers): those of the fields that may show one (JSON documents, nested lists and
     objects, choices), not those of text, integer, boolean, UUID and date-time fields.
     """
-    readable = _readable_fields(serializer, ready)
+    fields, look_at = _representation_plan(serializer, ready, columns)
+    represented = []
+    for row in rows:
+        item = {}
+        for name, key, kept, to_representation in fields:
+            value = row[key]
+            item[name] = value if value is None or kept is ANY_TYPE or type(value) in kept else to_representation(value)
+        represented.append(item)
+    return FloatsKnown(represented, look_at=look_at)
+
+
+# Per serializer class, set of ready fields, columns and current time zone: what `represent_rows` does with each
+# field, for the classes whose readable fields are read once per class. A detail read represents a few rows with
+# each of several serializers, where working this out (~15 µs a serializer) costs more than the rows.
+_PLANS: dict[tuple, tuple[list, tuple[str, ...]]] = {}
+
+
+def _representation_plan(serializer, ready: frozenset[str], columns: list[str] | None) -> tuple[list, tuple[str, ...]]:
+    """For each readable field: (name, its key in a row, the types kept as they are, its representation); and the
+    names of the fields that may show a float (see `represent_rows`)."""
+    key = (type(serializer), ready, None if columns is None else tuple(columns), timezone.get_current_timezone())
+    plan = _PLANS.get(key)
+    if plan is not None:
+        return plan
+    readable, shared = _readable_fields(serializer, ready)
     fields = [
         (
             name,
@@ -68,21 +93,15 @@ def represent_rows(
         )
         for name, field, kept in readable
     ]
-    represented = []
-    for row in rows:
-        item = {}
-        for name, key, kept, to_representation in fields:
-            value = row[key]
-            item[name] = value if value is None or kept is ANY_TYPE or type(value) in kept else to_representation(value)
-        represented.append(item)
-    return FloatsKnown(
-        represented, look_at=[name for name, field, kept in readable if kept is ANY_TYPE or not _shows_no_float(field)]
-    )
+    look_at = tuple(name for name, field, kept in readable if kept is ANY_TYPE or not _shows_no_float(field))
+    if shared:
+        _PLANS[key] = (fields, look_at)
+    return fields, look_at
 
 
 def readable_field_names(serializer: serializers.Serializer) -> list[str]:
     """The names of `serializer`'s readable fields, in order: what `represent_rows` reads of each row."""
-    return [name for name, _, _ in _readable_fields(serializer, frozenset())]
+    return [name for name, _, _ in _readable_fields(serializer, frozenset())[0]]
 
 
 # Per serializer class (and set of ready fields): its readable fields, each with its `_kept_types`, for the classes
@@ -90,14 +109,14 @@ def readable_field_names(serializer: serializers.Serializer) -> list[str]:
 _READABLE_FIELDS: dict[tuple[type, frozenset[str]], list] = {}
 
 
-def _readable_fields(serializer: serializers.Serializer, ready: frozenset[str]) -> list:
-    """`serializer`'s readable fields as (name, field, kept types); read once per class when that gives the same
-    answer as reading them off this instance (building a serializer's fields, 0.2-0.4 ms, costs more than
-    representing a row). Date-time fields still look the current zone up on every page (`_fast_representation`)."""
+def _readable_fields(serializer: serializers.Serializer, ready: frozenset[str]) -> tuple[list, bool]:
+    """`serializer`'s readable fields as (name, field, kept types), and whether they are those of every instance of
+    its class; read once per class when that gives the same answer as reading them off this instance (building a
+    serializer's fields, 0.2-0.4 ms, costs more than representing a row)."""
     key = (type(serializer), ready)
     cached = _READABLE_FIELDS.get(key)
     if cached is not None:
-        return cached
+        return cached, True
     fields = _field_list(serializer, ready)
     same_for_every_instance = (
         type(serializer).__init__ is serializers.BaseSerializer.__init__
@@ -107,7 +126,7 @@ def _readable_fields(serializer: serializers.Serializer, ready: frozenset[str]) 
     if same_for_every_instance:
         # The fields of an instance of its own, which holds no request.
         _READABLE_FIELDS[key] = _field_list(type(serializer)(), ready)
-    return fields
+    return fields, same_for_every_instance
 
 
 # The `get_fields` that build a serializer's fields from its class alone (this module's ModelSerializer copies them
