@@ -1,7 +1,7 @@
-"""A dashboard as its detail read shows it, in two queries after the caller's, each compiled once per connection
-(workspace.api.rows.CompiledQuery): the dashboard as a list page reads it (dashboards.selectors.dashboard_page_rows)
-plus its filters, then its shown tiles with their insights and texts, their users, and each insight's tags and
-dashboards. Both are plain values that the serializers represent without model instances (`represent_detail`).
+"""A dashboard as its detail read shows it, in one query after the caller's, compiled once per connection
+(workspace.api.rows.CompiledJoin): the dashboard as a list page reads it (dashboards.selectors.dashboard_page_rows)
+plus its filters, beside each of its shown tiles with their insights and texts, their users, and each insight's tags
+and dashboards. Both are plain values that the serializers represent without model instances (`represent_detail`).
 """
 
 from django.db.models import OuterRef
@@ -15,7 +15,7 @@ from dashboards.selectors import (
     live_tiles,
     shown_tiles,
 )
-from workspace.api.rows import CompiledQuery
+from workspace.api.rows import CompiledJoin
 
 # The users a tile's row names: `<user>_id`, and their columns as `<user>__<column>`.
 TILE_USERS = ("insight__created_by", "insight__last_modified_by", "text__created_by")
@@ -50,18 +50,13 @@ def _tiles(dashboard: int):
     )
 
 
-_DASHBOARD = CompiledQuery(_dashboard)
-_TILES = CompiledQuery(_tiles)
+# The tiles in the order shown_tiles gives them.
+_DETAIL = CompiledJoin(_dashboard, _tiles, order_by=("order", "id"))
 
 
-def dashboard_detail_row(*, project_id: int, user_id: int, dashboard_id: int) -> dict | None:
-    """The (not deleted) dashboard of the project as `dashboard_page_rows` gives it, with `filters`; else None."""
-    rows = _DASHBOARD.rows(project=project_id, user=user_id, dashboard=dashboard_id)
-    return rows[0] if rows else None
-
-
-def dashboard_tile_rows(dashboard_id: int) -> list[dict]:
-    """The dashboard's shown tiles in order: `TILE_COLUMNS`, `insight__<column>` (INSIGHT_PAGE_COLUMNS),
+def dashboard_detail_rows(*, project_id: int, user_id: int, dashboard_id: int) -> tuple[dict | None, list[dict]]:
+    """The (not deleted) dashboard of the project as `dashboard_page_rows` gives it, with `filters` (None when there
+    is none), and its shown tiles in order: `TILE_COLUMNS`, `insight__<column>` (INSIGHT_PAGE_COLUMNS),
     `text__<column>` (TEXT_COLUMNS), the users of `TILE_USERS`, and the insight's `insight_tag_names` and
     `insight_dashboard_ids` (decode both with `names_list`)."""
-    return _TILES.rows(dashboard=dashboard_id)
+    return _DETAIL.rows(project=project_id, user=user_id, dashboard=dashboard_id)

@@ -314,8 +314,8 @@ class DashboardSerializer(DashboardBasicSerializer):
         extra_kwargs = {"name": {"required": False}}
 
     def represent_detail(self, row: dict, tile_rows: list[dict]) -> dict:
-        """The detail from `dashboards.detail.dashboard_detail_row` and `dashboard_tile_rows`, as `.data` of the
-        instance would be, without model instances or a serializer per tile (see `represent_page`)."""
+        """The detail from `dashboards.detail.dashboard_detail_rows` (the dashboard's row and its tiles' rows), as
+        `.data` of the instance would be, without model instances or a serializer per tile (see `represent_page`)."""
         users = represent_users(UserBasicSerializer(), tile_rows, TILE_USERS)
         insight_rows, text_rows = [], []
         for tile in tile_rows:

@@ -7,7 +7,7 @@ from rest_framework import exceptions, status
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from dashboards.detail import dashboard_detail_row, dashboard_tile_rows
+from dashboards.detail import dashboard_detail_rows
 from dashboards.filters import DashboardFilterSet, InsightFilterSet
 from dashboards.models import Dashboard, Insight, SharingConfiguration
 from dashboards.permissions import (
@@ -153,15 +153,17 @@ class DashboardViewSet(
         return self.get_paginated_response(self.get_serializer().represent_page(rows))
 
     def retrieve(self, request, *args, **kwargs):
-        """The dashboard as plain values in one query, then its tiles in one more (dashboards.detail), represented
-        without model instances: the same representation, and ETag, as the write path's."""
+        """The dashboard and its tiles as plain values in one query (dashboards.detail), represented without model
+        instances: the same representation, and ETag, as the write path's."""
         try:
             dashboard_id = int(self.kwargs[self.lookup_url_kwarg or self.lookup_field])
         except (TypeError, ValueError) as error:
             raise Http404 from error
-        row = None
+        row, tiles = None, []
         if -(2**63) <= dashboard_id < 2**63:  # what a database integer holds
-            row = dashboard_detail_row(project_id=self.project.pk, user_id=request.user.pk, dashboard_id=dashboard_id)
+            row, tiles = dashboard_detail_rows(
+                project_id=self.project.pk, user_id=request.user.pk, dashboard_id=dashboard_id
+            )
         if row is None:
             raise Http404(f"No {Dashboard._meta.object_name} matches the given query.")  # as get_object_or_404 says
         # What the object permissions read of a dashboard.
@@ -173,7 +175,7 @@ class DashboardViewSet(
         )
         stand_in.caller_is_collaborator = row["caller_is_collaborator"]
         self.check_object_permissions(request, stand_in)
-        return self.object_response(data=self.get_serializer().represent_detail(row, dashboard_tile_rows(row["id"])))
+        return self.object_response(data=self.get_serializer().represent_detail(row, tiles))
 
     def refetch(self, instance):
         return self.dashboards().prefetch_related(dashboard_tags_prefetch(), tiles_prefetch()).get(pk=instance.pk)

@@ -84,3 +84,27 @@ def test_the_dashboard_detail_is_what_the_write_path_represents(key_client, proj
     assert read["ETag"] == written["ETag"]
     assert len(read.json()["tiles"]) == 4
     assert client.get(url, HTTP_IF_NONE_MATCH=written["ETag"]).status_code == 304
+
+
+def test_a_dashboard_without_tiles_reads_as_the_write_path_represents_it(key_client, project, alice):
+    dashboard = DashboardFactory(project=project, created_by=alice, tags=["a"])
+    DashboardTileFactory(dashboard=dashboard, deleted=True)
+    client = key_client("dashboard:read", "dashboard:write", user=alice)
+    url = f"/api/projects/{project.id}/dashboards/{dashboard.id}/"
+
+    read = client.get(url)
+    written = client.patch(url, {"pinned": False}, format="json")
+
+    assert read.status_code == written.status_code == 200
+    assert read.content == written.content
+    assert read.json()["tiles"] == []
+
+
+def test_the_dashboard_detail_shows_tiles_in_their_order(key_client, project, alice):
+    dashboard = DashboardFactory(project=project, created_by=alice)
+    tiles = [DashboardTileFactory(dashboard=dashboard, order=order) for order in (2, 0, 1, 0)]
+    client = key_client("dashboard:read", user=alice)
+
+    shown = client.get(f"/api/projects/{project.id}/dashboards/{dashboard.id}/").json()["tiles"]
+
+    assert [tile["id"] for tile in shown] == [tiles[1].id, tiles[3].id, tiles[2].id, tiles[0].id]

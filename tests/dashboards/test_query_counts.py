@@ -44,9 +44,9 @@ def test_retrieve_query_count_is_flat(warm_client, project, alice, count, django
         DashboardTileFactory(dashboard=dashboard, text_tile=True)
 
     # 1. key lookup (+user, project with the caller's membership),
-    # 2. the dashboard (+creator join; tags, is_shared and caller-is-collaborator subqueries),
-    # 3. shown tiles (+insight, text and their users joined; the insights' tags and dashboards as subqueries)
-    with django_assert_num_queries(3):
+    # 2. the dashboard (+creator join; tags, is_shared and caller-is-collaborator subqueries) joined with its shown
+    #    tiles (+insight, text and their users joined; the insights' tags and dashboards as subqueries)
+    with django_assert_num_queries(2):
         response = warm_client.get(f"/api/projects/{project.pk}/dashboards/{dashboard.pk}/")
 
     assert response.status_code == 200

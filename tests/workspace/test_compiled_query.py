@@ -1,12 +1,13 @@
 """CompiledQuery (workspace/api/rows.py): a values queryset compiled once per connection, run with other ids."""
 
 import datetime as dt
+import uuid
 
 import pytest
 from django.db.models import Count
 
-from organizations.models import Membership
-from workspace.api.rows import CompiledQuery
+from organizations.models import Membership, Organization
+from workspace.api.rows import CompiledJoin, CompiledQuery
 from workspace.models import User
 
 pytestmark = pytest.mark.django_db
@@ -86,3 +87,44 @@ def test_the_least_recently_used_shapes_are_dropped(alice, bob, monkeypatch):
         assert query.rows(user=bob.pk) == [{"email": bob.email}]
 
     assert [shape for shape, _ in connection.__dict__["compiled_queries"]] == [queries[0], queries[2]]
+
+
+def organization_of(organization):
+    return Organization.objects.filter(pk=organization).values("id", "name", "created_at")
+
+
+def members_of(organization, level):
+    return (
+        Membership.objects.filter(organization_id=organization, level__gte=level)
+        .order_by("-level", "id")
+        .values("id", "level", "joined_at", "user__uuid")
+    )
+
+
+def test_a_join_gives_the_outer_row_and_the_inner_rows_as_each_query_gives_them(
+    alice, bob, organization, other_organization
+):
+    join = CompiledJoin(organization_of, members_of, order_by=("level", "id"))
+
+    for found, level in [(organization, 1), (other_organization, 1), (organization, 15)]:
+        outer, inner = join.rows(organization=found.pk, level=level)
+        assert outer == organization_of(found.pk).get()
+        assert inner == sorted(members_of(found.pk, level), key=lambda row: (row["level"], row["id"]))
+        assert all(isinstance(row["user__uuid"], uuid.UUID) for row in inner)  # converted as the ORM converts it
+    [row] = join.rows(organization=organization.pk, level=1)[1][:1]
+    assert isinstance(row["joined_at"], dt.datetime) and row["joined_at"].tzinfo is not None
+
+
+def test_a_join_without_inner_rows_gives_the_outer_row_alone(organization):
+    join = CompiledJoin(organization_of, members_of, order_by=("id",))
+
+    assert join.rows(organization=organization.pk, level=10**6) == (organization_of(organization.pk).get(), [])
+
+
+def test_a_join_without_an_outer_row_gives_nothing(alice, organization):
+    """The inner rows of an outer row that is not found are not given (a child of an object the caller cannot see)."""
+    join = CompiledJoin(
+        lambda organization: organization_of(organization).filter(name="elsewhere"), members_of, order_by=("id",)
+    )
+
+    assert join.rows(organization=organization.pk, level=1) == (None, [])

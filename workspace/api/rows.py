@@ -8,6 +8,7 @@ converters the ORM applies (the backend's and the field's: UUIDs on SQLite, JSON
 enough but whose building costs more than their running. Both read JSON columns with orjson (`read_json`).
 """
 
+import inspect
 import uuid
 from collections import OrderedDict
 
@@ -113,6 +114,69 @@ def compiled_rows(shape, build, *, using: str = DEFAULT_DB_ALIAS, **arguments: i
     and converts the rows as the queryset would. Two builds whose SQL differs, or whose parameters differ in a way
     no argument explains, are refused.
     """
+    connection = connections[using]
+    compiled = _kept(connection, shape, arguments, lambda kinds: _compile(build, connection, kinds))
+    compiler, sql, params, slots, names, converters = compiled
+    # Prepared: the database plans a shape once per connection, not on every run (workspace.postgresql).
+    with prepared_cursor(connection) as cursor:
+        cursor.execute(sql, _with_arguments(params, slots, arguments))
+        results = cursor.fetchall()
+    if compiler.has_extra_select:
+        results = [row[: compiler.col_count] for row in results]
+    return _named(compiled, results)
+
+
+class CompiledJoin:
+    """Two compiled queries in one statement: an object's row and its children's rows in one round trip instead of
+    two (e.g. a dashboard and its tiles). `outer` builds a values queryset of at most one row (the object, looked up
+    by the arguments), `inner` one of any number of rows whose first value is never NULL (the children, their
+    primary key first, filtered by the arguments it takes); each takes the arguments its signature names. Both
+    are compiled as `compiled_rows` compiles one, once per connection, and run as
+    `SELECT outer's values, inner's values FROM (outer) LEFT JOIN (inner) ON 1 = 1 ORDER BY inner's order_by`."""
+
+    def __init__(self, outer, inner, *, order_by: tuple[str, ...]):
+        self.outer = outer
+        self.inner = inner
+        self.order_by = order_by
+
+    def rows(self, using: str = DEFAULT_DB_ALIAS, **arguments: int | uuid.UUID) -> tuple[dict | None, list[dict]]:
+        """The outer row (None when there is none) and the inner rows, as `CompiledQuery.rows` gives each."""
+        connection = connections[using]
+        compiled = _kept(connection, self, arguments, lambda kinds: self._compile(connection, kinds))
+        sql, params, slots, outer, inner = compiled
+        with prepared_cursor(connection) as cursor:
+            cursor.execute(sql, _with_arguments(params, slots, arguments))
+            results = cursor.fetchall()
+        if not results:
+            return None, []
+        width = len(outer[4])
+        [outer_row] = _named(outer, [results[0][:width]])
+        inner_rows = _named(inner, [row[width:] for row in results if row[width] is not None])
+        return outer_row, inner_rows
+
+    def _compile(self, connection, kinds: tuple) -> tuple:
+        parts = []
+        for build in (self.outer, self.inner):
+            taken = inspect.signature(build).parameters
+            parts.append(_compile(build, connection, tuple(kind for kind in kinds if kind[0] in taken)))
+        (_, outer_sql, outer_params, outer_slots, outer_names, outer_converters) = parts[0]
+        (_, inner_sql, inner_params, inner_slots, inner_names, inner_converters) = parts[1]
+        if outer_converters is None or inner_converters is None:
+            raise ValueError("A join of compiled queries does not read composite columns.")
+        quote = connection.ops.quote_name
+        columns = [f"o.{quote(name)}" for name in outer_names] + [f"i.{quote(name)}" for name in inner_names]
+        sql = (
+            f"SELECT {', '.join(columns)} FROM ({outer_sql}) o LEFT JOIN ({inner_sql}) i ON 1 = 1"
+            f" ORDER BY {', '.join(f'i.{quote(name)}' for name in self.order_by)}"
+        )
+        shift = len(outer_params)
+        slots = [*outer_slots, *((position + shift, name, form) for position, name, form in inner_slots)]
+        return sql, (*outer_params, *inner_params), slots, parts[0], parts[1]
+
+
+def _kept(connection, shape, arguments: dict, compile_shape):
+    """The compiled form of `shape` for the kinds of these arguments, kept on the connection (each thread has its
+    own: a compiler is bound to it), compiled by `compile_shape(kinds)` on the connection's first run."""
     for name, value in arguments.items():
         if type(value) is uuid.UUID:
             continue
@@ -120,28 +184,29 @@ def compiled_rows(shape, build, *, using: str = DEFAULT_DB_ALIAS, **arguments: i
             raise TypeError(f"{name} must be an int or a UUID, not {type(value).__name__}")
         if not -(2**63) <= value < 2**63:
             raise ValueError(f"{name} is out of a database integer's range")
-    connection = connections[using]
     kinds = tuple(sorted((name, type(value)) for name, value in arguments.items()))
-    # Kept on the connection (each thread has its own): the compiler it holds is bound to it.
     kept = connection.__dict__.setdefault("compiled_queries", OrderedDict())
     key = (shape, kinds)
     compiled = kept.get(key)
     if compiled is None:
-        compiled = kept[key] = _compile(build, connection, kinds)
+        compiled = kept[key] = compile_shape(kinds)
         if len(kept) > COMPILED_PER_CONNECTION:
             kept.popitem(last=False)
     else:
         kept.move_to_end(key)
-    compiler, sql, params, slots, names, converters = compiled
+    return compiled
+
+
+def _with_arguments(params: tuple, slots: list, arguments: dict) -> list:
     params = list(params)
     for position, name, form in slots:
         params[position] = form(arguments[name])
-    # Prepared: the database plans a shape once per connection, not on every run (workspace.postgresql).
-    with prepared_cursor(connection) as cursor:
-        cursor.execute(sql, params)
-        results = cursor.fetchall()
-    if compiler.has_extra_select:
-        results = [row[: compiler.col_count] for row in results]
+    return params
+
+
+def _named(compiled: tuple, results: list) -> list[dict]:
+    """Rows of the compiled query's selected columns, converted as its queryset converts them, as dicts."""
+    compiler, _, _, _, names, converters = compiled
     if converters is None:
         results = compiler.results_iter(results=[results])
     elif converters:
