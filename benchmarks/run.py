@@ -351,6 +351,7 @@ def endpoint_list(fixtures: dict) -> list[Endpoint]:
         Endpoint("pipeline import apps", [f"{organization}/pipeline_import_apps/{page}"], "list"),
         Endpoint("events", [f"{project}/events/{page}"], "list"),
         Endpoint("dashboard detail", [f"{project}/dashboards/{fixtures['dashboard_id']}/"], "read", floor="auth"),
+        Endpoint("insight detail", [f"{project}/insights/{fixtures['insight_id']}/"], "read", floor="auth"),
         Endpoint("users/@me", ["/api/users/@me/"], "read", floor="auth"),
         Endpoint("dashboard PATCH", edited, "write", "PATCH", json.dumps({"description": "Edited {n} times."}), "auth"),
         Endpoint(

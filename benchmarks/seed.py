@@ -97,9 +97,12 @@ def seed(*, scale: float, second: float) -> dict:
 
 
 def fixtures(tenant: Tenant, key: str) -> dict:
+    from dashboards.models import DashboardTile
     from organizations.models import Project
 
     project = Project.objects.get(pk=tenant.project_id)
+    # An insight of the first dashboard, as a client opens it from there.
+    tile = DashboardTile.objects.filter(dashboard_id=tenant.dashboard_ids[0], insight__isnull=False).order_by("id")
     return {
         "key": key,
         "organization_id": tenant.organization_id,
@@ -109,6 +112,7 @@ def fixtures(tenant: Tenant, key: str) -> dict:
         "batch_export_ids": tenant.batch_export_ids,
         "dashboard_id": tenant.dashboard_ids[0],
         "dashboard_ids": tenant.dashboard_ids,
+        "insight_id": tile.values_list("insight_id", flat=True).first(),
     }
 
 

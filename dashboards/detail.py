@@ -2,20 +2,22 @@
 (workspace.api.rows.CompiledJoin): the dashboard as a list page reads it (dashboards.selectors.dashboard_page_rows)
 plus its filters, beside each of its shown tiles with their insights and texts, their users, and each insight's tags
 and dashboards. Both are plain values that the serializers represent without model instances (`represent_detail`).
+An insight as its detail read shows it is the same, in one query: its list page's row (`insight_page_rows`).
 """
 
 from django.db.models import OuterRef
 
-from dashboards.models import Dashboard, InsightTag
+from dashboards.models import Dashboard, Insight, InsightTag
 from dashboards.selectors import (
     CREATOR_COLUMNS,
     INSIGHT_PAGE_COLUMNS,
     NamesSubquery,
     dashboard_page_rows,
+    insight_page_rows,
     live_tiles,
     shown_tiles,
 )
-from workspace.api.rows import CompiledJoin
+from workspace.api.rows import CompiledJoin, CompiledQuery
 
 # The users a tile's row names: `<user>_id`, and their columns as `<user>__<column>`.
 TILE_USERS = ("insight__created_by", "insight__last_modified_by", "text__created_by")
@@ -60,3 +62,16 @@ def dashboard_detail_rows(*, project_id: int, user_id: int, dashboard_id: int) -
     `text__<column>` (TEXT_COLUMNS), the users of `TILE_USERS`, and the insight's `insight_tag_names` and
     `insight_dashboard_ids` (decode both with `names_list`)."""
     return _DETAIL.rows(project=project_id, user=user_id, dashboard=dashboard_id)
+
+
+def _insight(project: int, insight: int):
+    return insight_page_rows(Insight.objects.filter(project_id=project, deleted=False, pk=insight).values("pk"))
+
+
+_INSIGHT = CompiledQuery(_insight)
+
+
+def insight_detail_row(*, project_id: int, insight_id: int) -> dict | None:
+    """The (not deleted) insight of the project as `insight_page_rows` gives it; else None."""
+    rows = _INSIGHT.rows(project=project_id, insight=insight_id)
+    return rows[0] if rows else None

@@ -7,7 +7,7 @@ from rest_framework import exceptions, status
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from dashboards.detail import dashboard_detail_rows
+from dashboards.detail import dashboard_detail_rows, insight_detail_row
 from dashboards.filters import DashboardFilterSet, InsightFilterSet
 from dashboards.models import Dashboard, Insight, SharingConfiguration
 from dashboards.permissions import (
@@ -366,6 +366,22 @@ class InsightViewSet(SoftDeleteOnlyMixin, ProjectScopedViewSet, ListMixin, Creat
             arguments={"project": self.project.pk},
         )
         return self.get_paginated_response(self.get_serializer().represent_page(rows))
+
+    def retrieve(self, request, *args, **kwargs):
+        """The insight as its list page reads it, in one query (dashboards.detail), represented without a model
+        instance: the same representation, and ETag, as the write path's. A read needs no object permission beyond
+        seeing the project (CanEditInsight guards writes)."""
+        try:
+            insight_id = int(self.kwargs[self.lookup_url_kwarg or self.lookup_field])
+        except (TypeError, ValueError) as error:
+            raise Http404 from error
+        row = None
+        if -(2**63) <= insight_id < 2**63:  # what a database integer holds
+            row = insight_detail_row(project_id=self.project.pk, insight_id=insight_id)
+        if row is None:
+            raise Http404(f"No {Insight._meta.object_name} matches the given query.")  # as get_object_or_404 says
+        self.check_object_permissions(request, Insight(pk=row["id"], project=self.project))
+        return self.object_response(data=self.get_serializer().represent_page([row])[0])
 
     def lock_for_write(self):
         super().lock_for_write()

@@ -108,3 +108,37 @@ def test_the_dashboard_detail_shows_tiles_in_their_order(key_client, project, al
     shown = client.get(f"/api/projects/{project.id}/dashboards/{dashboard.id}/").json()["tiles"]
 
     assert [tile["id"] for tile in shown] == [tiles[1].id, tiles[3].id, tiles[2].id, tiles[0].id]
+
+
+def test_the_insight_detail_is_what_the_write_path_represents(key_client, project, alice, bob):
+    insight = InsightFactory(
+        project=project, created_by=alice, last_modified_by=bob, tags=["t", "a"], filters={"x": 2.5}
+    )
+    for dashboard in DashboardFactory.create_batch(2, project=project, created_by=alice):
+        DashboardTileFactory(dashboard=dashboard, insight=insight)
+    DashboardTileFactory(dashboard=DashboardFactory(project=project, deleted=True), insight=insight)
+    client = key_client("insight:read", "insight:write", user=alice)
+    url = f"/api/projects/{project.id}/insights/{insight.id}/"
+
+    read = client.get(url)
+    written = client.patch(url, {"name": insight.name}, format="json")  # no change: the write path's representation
+
+    assert read.status_code == written.status_code == 200
+    assert read.content == written.content
+    assert read["ETag"] == written["ETag"]
+    assert len(read.json()["dashboards"]) == 2
+    assert client.get(url, HTTP_IF_NONE_MATCH=written["ETag"]).status_code == 304
+
+
+def test_an_insight_that_cannot_be_read_is_a_404(key_client, project, other_project, alice):
+    deleted = InsightFactory(project=project, deleted=True)
+    elsewhere = InsightFactory(project=other_project)
+    client = key_client("insight:read", user=alice)
+
+    for url in (
+        f"/api/projects/{project.id}/insights/{deleted.id}/",
+        f"/api/projects/{project.id}/insights/{elsewhere.id}/",
+        f"/api/projects/{project.id}/insights/{2**63}/",
+        f"/api/projects/{project.id}/insights/x/",
+    ):
+        assert client.get(url).status_code == 404, url
