@@ -4,8 +4,8 @@ from django.db import connection
 from django.db.models import Count, F, IntegerField, OuterRef, Q, QuerySet, Subquery, UUIDField, Value, Window
 from django.db.models.functions import Coalesce, RowNumber
 
-from pipelines.models import BatchExportBackfill, BatchExportRun, BatchExportRunLog
-from workspace.api.rows import prepared_cursor
+from pipelines.models import BatchExport, BatchExportBackfill, BatchExportRun, BatchExportRunLog
+from workspace.api.rows import compiled_rows, prepared_cursor
 
 
 def _runs_of_backfill(condition: Q) -> Coalesce:
@@ -27,6 +27,20 @@ def backfills_with_progress(queryset: QuerySet[BatchExportBackfill]) -> QuerySet
         total_runs=_runs_of_backfill(Q()),
         finished_runs=_runs_of_backfill(~Q(status__in=BatchExportRun.UNFINISHED)),
     )
+
+
+def batch_export_values(route_filter: str, owner, export_id, columns: dict[str, str]) -> dict | None:
+    """The export `export_id` if its `route_filter` (a lookup: `project_id`, `project__organization_id`) is `owner`,
+    as a list page reads it: the values of `columns` (`{name: source}`); else None. One query, compiled once per
+    connection, route and columns."""
+    same = [name for name, source in columns.items() if name == source]
+    renamed = {name: F(source) for name, source in columns.items() if name != source}
+
+    def build(owner, export):
+        return BatchExport.objects.filter(**{route_filter: owner}, pk=export).values(*same, **renamed)
+
+    rows = compiled_rows(("batch_export", route_filter, tuple(columns.items())), build, owner=owner, export=export_id)
+    return rows[0] if rows else None
 
 
 def run_log_lines(run: BatchExportRun) -> QuerySet[BatchExportRunLog]:

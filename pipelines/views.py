@@ -2,6 +2,7 @@ import uuid
 from functools import cached_property
 
 from django.db.models import F, Prefetch, QuerySet
+from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import exceptions
@@ -14,7 +15,13 @@ from pipelines.filters import BatchExportFilterSet, EventFilterSet, PluginFilter
 from pipelines.models import BatchExport, BatchExportBackfill, BatchExportRun, Event, Plugin, PluginConfig
 from pipelines.permissions import PluginsAccessPermission
 from pipelines.rendered_runs import latest_runs_rendered
-from pipelines.selectors import backfills_with_progress, latest_runs_by_export, run_column, run_log_lines
+from pipelines.selectors import (
+    backfills_with_progress,
+    batch_export_values,
+    latest_runs_by_export,
+    run_column,
+    run_log_lines,
+)
 from pipelines.serializers import (
     LATEST_RUN_COLUMNS,
     LATEST_RUNS,
@@ -114,6 +121,22 @@ class BatchExportViewSetMixin(ListMixin, CreateMixin, RetrieveMixin, UpdateMixin
         if latest_runs is None:
             latest_runs = latest_runs_by_export(export_ids, count=LATEST_RUNS, columns=LATEST_RUN_COLUMNS)
         return self.get_paginated_response(self.get_serializer().represent_page(page, latest_runs))
+
+    def retrieve(self, request, *args, **kwargs):
+        """The export as its list page shows it: its row as plain values, then its latest runs, each in one query
+        compiled once per connection, represented without model instances: the same representation, and ETag, as
+        the write path's."""
+        try:
+            export_id = uuid.UUID(str(self.kwargs[self.lookup_url_kwarg or self.lookup_field]))
+        except ValueError as error:
+            raise Http404 from error
+        row = batch_export_values(self.route_filter, self.route_owner(), export_id, BatchExportSerializer.PAGE_COLUMNS)
+        if row is None:
+            raise Http404(f"No {BatchExport._meta.object_name} matches the given query.")  # as get_object_or_404 says
+        self.check_object_permissions(request, BatchExport(pk=row["id"], project_id=row["team_id"]))
+        # Plain values, not the JSON a list page keeps: an ETag is the digest of the representation's values.
+        latest_runs = latest_runs_by_export([row["id"]], count=LATEST_RUNS, columns=LATEST_RUN_COLUMNS)
+        return self.object_response(data=self.get_serializer().represent_page([row], latest_runs)[0])
 
     def activity_context(self, instance) -> dict:
         return {"organization_id": self.organization.id, "project_id": instance.project_id}

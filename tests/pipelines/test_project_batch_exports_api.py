@@ -169,3 +169,34 @@ def test_responses_match_the_reference(reference, client, project):
     validate(reference, client.post(url + "pause/").json(), "BatchExport")
     backfill = {"start_at": "2024-01-01T00:00:00Z", "end_at": "2024-01-01T03:00:00Z"}
     validate(reference, client.post(url + "backfill/", backfill, format="json").json(), "BatchExport")
+
+
+class TestDetailRead:
+    """The detail read represents plain rows (pipelines.selectors.batch_export_values and latest_runs_by_export); a
+    write answers with the serializer's representation of the instance. Both must be the same, byte for byte."""
+
+    def test_the_detail_is_what_the_write_path_represents_on_both_routes(self, client, organization, project):
+        export = BatchExportFactory(project=project, destination_config={"bucket": "b", "ratio": 0.5})
+        BatchExportRunFactory.create_batch(12, batch_export=export)
+        BatchExportRunFactory(batch_export=BatchExportFactory(project=project))
+        for url in (export_url(project, export), f"/api/organizations/{organization.id}/batch_exports/{export.pk}/"):
+            read = client.get(url)
+            written = client.patch(url, {"name": export.name}, format="json")  # no change
+
+            assert read.status_code == written.status_code == 200
+            assert read.content == written.content
+            assert read["ETag"] == written["ETag"]
+            assert len(read.json()["latest_runs"]) == 10
+            assert client.get(url, HTTP_IF_NONE_MATCH=written["ETag"]).status_code == 304
+
+    def test_an_export_the_route_does_not_show_is_a_404(
+        self, client, organization, project, second_project, other_project
+    ):
+        elsewhere = BatchExportFactory(project=second_project)
+        foreign = BatchExportFactory(project=other_project)
+
+        assert client.get(export_url(project, elsewhere)).status_code == 404
+        assert client.get(export_url(project, foreign)).status_code == 404
+        assert client.get(f"/api/organizations/{organization.id}/batch_exports/{foreign.pk}/").status_code == 404
+        assert client.get(export_url(project, "00000000-0000-0000-0000-000000000000")).status_code == 404
+        assert client.get(export_url(project, "not-an-id")).status_code == 404
