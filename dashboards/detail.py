@@ -3,8 +3,10 @@
 plus its filters, beside each of its shown tiles with their insights and texts, their users, and each insight's tags
 and dashboards. Both are plain values that the serializers represent without model instances (`represent_detail`).
 An insight as its detail read shows it is the same, in one query: its list page's row (`insight_page_rows`).
+The dashboard a nested route (collaborators, sharing) works under is read the same way, as a model instance.
 """
 
+from django.db import DEFAULT_DB_ALIAS
 from django.db.models import OuterRef
 
 from dashboards.models import Dashboard, Insight, InsightTag
@@ -75,3 +77,32 @@ def insight_detail_row(*, project_id: int, insight_id: int) -> dict | None:
     """The (not deleted) insight of the project as `insight_page_rows` gives it; else None."""
     rows = _INSIGHT.rows(project=project_id, insight=insight_id)
     return rows[0] if rows else None
+
+
+# A dashboard's own columns, and what Dashboard.objects.for_caller annotates.
+_DASHBOARD_FIELDS = [field.attname for field in Dashboard._meta.concrete_fields]
+
+
+def _caller_dashboard(project: int, user: int, dashboard: int):
+    return (
+        Dashboard.objects.filter(project_id=project, deleted=False, pk=dashboard)
+        .for_caller(user)
+        .values(*_DASHBOARD_FIELDS, "is_shared", "caller_is_collaborator")
+    )
+
+
+_CALLER_DASHBOARD = CompiledQuery(_caller_dashboard)
+
+
+def caller_dashboard(*, project_id: int, user_id: int, dashboard_id: int) -> Dashboard | None:
+    """The (not deleted) dashboard of the project as `Dashboard.objects.for_caller` gives it (`is_shared`,
+    `caller_is_collaborator`; its creator is not read), or None: a model instance from one query compiled once
+    per connection."""
+    rows = _CALLER_DASHBOARD.rows(project=project_id, user=user_id, dashboard=dashboard_id)
+    if not rows:
+        return None
+    [row] = rows
+    dashboard = Dashboard.from_db(DEFAULT_DB_ALIAS, _DASHBOARD_FIELDS, [row[name] for name in _DASHBOARD_FIELDS])
+    dashboard.is_shared = row["is_shared"]
+    dashboard.caller_is_collaborator = row["caller_is_collaborator"]
+    return dashboard

@@ -7,7 +7,7 @@ from rest_framework import exceptions, status
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from dashboards.detail import dashboard_detail_rows, insight_detail_row
+from dashboards.detail import caller_dashboard, dashboard_detail_rows, insight_detail_row
 from dashboards.filters import DashboardFilterSet, InsightFilterSet
 from dashboards.models import Dashboard, Insight, SharingConfiguration
 from dashboards.permissions import (
@@ -66,14 +66,20 @@ class DashboardScopedMixin:
 
     @cached_property
     def dashboard(self) -> Dashboard:
-        """The (not deleted) dashboard named in the URL, for routes nested under one; else a 404."""
+        """The (not deleted) dashboard named in the URL, for routes nested under one, as `dashboards()` gives it
+        with its project (dashboards.detail.caller_dashboard: a query compiled once per connection); else a 404."""
         try:
             dashboard_id = int(self.kwargs["dashboard_id"])
         except (TypeError, ValueError) as error:
             raise exceptions.NotFound("Dashboard not found.") from error
-        dashboard = self.dashboards().filter(deleted=False, pk=dashboard_id).select_related("project").first()
+        dashboard = None
+        if -(2**63) <= dashboard_id < 2**63:  # what a database integer holds
+            dashboard = caller_dashboard(
+                project_id=self.project.pk, user_id=self.request.user.pk, dashboard_id=dashboard_id
+            )
         if dashboard is None:
             raise exceptions.NotFound("Dashboard not found.")
+        dashboard.project = self.project
         return dashboard
 
 
