@@ -3,13 +3,14 @@
 plus its filters, beside each of its shown tiles with their insights and texts, their users, and each insight's tags
 and dashboards. Both are plain values that the serializers represent without model instances (`represent_detail`).
 An insight as its detail read shows it is the same, in one query: its list page's row (`insight_page_rows`).
-The dashboard a nested route (collaborators, sharing) works under is read the same way, as a model instance.
+The dashboard a nested route (collaborators, sharing) works under is read the same way, as a model instance, and
+so are its collaborators, as plain values.
 """
 
 from django.db import DEFAULT_DB_ALIAS
 from django.db.models import OuterRef
 
-from dashboards.models import Dashboard, Insight, InsightTag
+from dashboards.models import Dashboard, DashboardCollaborator, Insight, InsightTag
 from dashboards.selectors import (
     CREATOR_COLUMNS,
     INSIGHT_PAGE_COLUMNS,
@@ -106,3 +107,22 @@ def caller_dashboard(*, project_id: int, user_id: int, dashboard_id: int) -> Das
     dashboard.is_shared = row["is_shared"]
     dashboard.caller_is_collaborator = row["caller_is_collaborator"]
     return dashboard
+
+
+def _collaborators(dashboard: int):
+    return (
+        DashboardCollaborator.objects.filter(dashboard_id=dashboard)
+        .order_by("added_at", "id")
+        .values(
+            "id", "dashboard_id", "level", "added_at", "updated_at", "user_id", *(f"user__{c}" for c in CREATOR_COLUMNS)
+        )
+    )
+
+
+_COLLABORATORS = CompiledQuery(_collaborators)
+
+
+def dashboard_collaborator_rows(dashboard_id: int) -> list[dict]:
+    """The dashboard's collaborators, oldest first: their columns, and their user's as `user__<column>`
+    (CREATOR_COLUMNS)."""
+    return _COLLABORATORS.rows(dashboard=dashboard_id)

@@ -431,6 +431,14 @@ class DashboardCollaboratorSerializer(ModelSerializer):
         fields = ["id", "dashboard_id", "user", "level", "added_at", "updated_at", "user_uuid"]
         read_only_fields = ["id", "dashboard_id", "user", "added_at", "updated_at"]
 
+    def represent_list(self, rows: list[dict]) -> list[dict]:
+        """The collaborators from `dashboards.detail.dashboard_collaborator_rows`, as `.data` of the instances would
+        be, without a serializer or model instance per collaborator (see workspace.api.serializers.represent_rows)."""
+        users = represent_users(UserBasicSerializer(), rows, ("user",))
+        for row in rows:
+            row["user"] = users.get(row["user_id"])
+        return represent_rows(self, rows, ready=frozenset({"user"}))
+
     def validate_level(self, value: int) -> int:
         if value != RestrictionLevel.ONLY_COLLABORATORS_CAN_EDIT:
             raise serializers.ValidationError(

@@ -7,7 +7,12 @@ from rest_framework import exceptions, status
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from dashboards.detail import caller_dashboard, dashboard_detail_rows, insight_detail_row
+from dashboards.detail import (
+    caller_dashboard,
+    dashboard_collaborator_rows,
+    dashboard_detail_rows,
+    insight_detail_row,
+)
 from dashboards.filters import DashboardFilterSet, InsightFilterSet
 from dashboards.models import Dashboard, Insight, SharingConfiguration
 from dashboards.permissions import (
@@ -265,6 +270,11 @@ class DashboardCollaboratorViewSet(DashboardScopedMixin, ProjectScopedViewSet, L
 
     def get_queryset(self):
         return self.dashboard.collaborators.select_related("user").order_by("added_at", "id")
+
+    def list(self, request, *args, **kwargs):
+        """The collaborators, oldest first, as plain values in one query compiled once per connection
+        (dashboards.detail), represented without model instances: a plain array, as the reference answers."""
+        return Response(self.get_serializer().represent_list(dashboard_collaborator_rows(self.dashboard.pk)))
 
     def get_serializer_context(self):
         context = super().get_serializer_context()

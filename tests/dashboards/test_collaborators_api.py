@@ -230,3 +230,18 @@ def test_add_turns_a_concurrent_duplicate_into_a_400(key_client, project, restri
     assert response.json()["code"] == "unique"
     # The simulated winner ran inside this request's transaction, so it is rolled back with the request.
     assert DashboardCollaborator.objects.count() == 0
+
+
+def test_the_list_shows_each_collaborator_as_adding_it_answered(key_client, project, restricted, bob, carol):
+    """The list represents plain rows (dashboards.detail); adding answers with the serializer's representation of
+    the instance. Both must be the same."""
+    client = key_client("dashboard:read", "dashboard:write")
+    added = [
+        client.post(collaborators_url(project, restricted), {"user_uuid": str(user.uuid), "level": 37}, format="json")
+        for user in (bob, carol)
+    ]
+
+    listed = client.get(collaborators_url(project, restricted))
+
+    assert [response.status_code for response in added] == [201, 201]
+    assert listed.content == b"[" + b",".join(response.content for response in added) + b"]"
