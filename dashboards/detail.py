@@ -7,7 +7,6 @@ The dashboard a nested route (collaborators, sharing) works under is read the sa
 so are its collaborators, as plain values.
 """
 
-from django.db import DEFAULT_DB_ALIAS
 from django.db.models import OuterRef
 
 from dashboards.models import Dashboard, DashboardCollaborator, Insight, InsightTag
@@ -20,7 +19,7 @@ from dashboards.selectors import (
     live_tiles,
     shown_tiles,
 )
-from workspace.api.rows import CompiledJoin, CompiledQuery
+from workspace.api.rows import CompiledJoin, CompiledQuery, concrete_attnames
 
 # The users a tile's row names: `<user>_id`, and their columns as `<user>__<column>`.
 TILE_USERS = ("insight__created_by", "insight__last_modified_by", "text__created_by")
@@ -80,15 +79,11 @@ def insight_detail_row(*, project_id: int, insight_id: int) -> dict | None:
     return rows[0] if rows else None
 
 
-# A dashboard's own columns, and what Dashboard.objects.for_caller annotates.
-_DASHBOARD_FIELDS = [field.attname for field in Dashboard._meta.concrete_fields]
-
-
 def _caller_dashboard(project: int, user: int, dashboard: int):
     return (
         Dashboard.objects.filter(project_id=project, deleted=False, pk=dashboard)
         .for_caller(user)
-        .values(*_DASHBOARD_FIELDS, "is_shared", "caller_is_collaborator")
+        .values(*concrete_attnames(Dashboard), "is_shared", "caller_is_collaborator")
     )
 
 
@@ -99,14 +94,8 @@ def caller_dashboard(*, project_id: int, user_id: int, dashboard_id: int) -> Das
     """The (not deleted) dashboard of the project as `Dashboard.objects.for_caller` gives it (`is_shared`,
     `caller_is_collaborator`; its creator is not read), or None: a model instance from one query compiled once
     per connection."""
-    rows = _CALLER_DASHBOARD.rows(project=project_id, user=user_id, dashboard=dashboard_id)
-    if not rows:
-        return None
-    [row] = rows
-    dashboard = Dashboard.from_db(DEFAULT_DB_ALIAS, _DASHBOARD_FIELDS, [row[name] for name in _DASHBOARD_FIELDS])
-    dashboard.is_shared = row["is_shared"]
-    dashboard.caller_is_collaborator = row["caller_is_collaborator"]
-    return dashboard
+    found = _CALLER_DASHBOARD.instances(Dashboard, project=project_id, user=user_id, dashboard=dashboard_id)
+    return found[0] if found else None
 
 
 def _collaborators(dashboard: int):

@@ -5,7 +5,7 @@ from django.db.models import Count, F, IntegerField, OuterRef, Q, QuerySet, Subq
 from django.db.models.functions import Coalesce, RowNumber
 
 from pipelines.models import BatchExport, BatchExportBackfill, BatchExportRun, BatchExportRunLog
-from workspace.api.rows import compiled_rows, prepared_cursor
+from workspace.api.rows import CompiledQuery, compiled_rows, concrete_attnames, prepared_cursor
 
 
 def _runs_of_backfill(condition: Q) -> Coalesce:
@@ -40,6 +40,31 @@ def batch_export_values(route_filter: str, owner, export_id, columns: dict[str, 
         return BatchExport.objects.filter(**{route_filter: owner}, pk=export).values(*same, **renamed)
 
     rows = compiled_rows(("batch_export", route_filter, tuple(columns.items())), build, owner=owner, export=export_id)
+    return rows[0] if rows else None
+
+
+def _project_batch_export(project: int, export):
+    return BatchExport.objects.filter(project_id=project, pk=export).values(*concrete_attnames(BatchExport))
+
+
+_PROJECT_BATCH_EXPORT = CompiledQuery(_project_batch_export)
+
+
+def project_batch_export(*, project_id: int, export_id) -> BatchExport | None:
+    """The project's export `export_id` (a UUID), or None: a model instance from one query compiled once per
+    connection."""
+    found = _PROJECT_BATCH_EXPORT.instances(BatchExport, project=project_id, export=export_id)
+    return found[0] if found else None
+
+
+def batch_export_run_values(export_id, run_id, columns: list[str]) -> dict | None:
+    """The export's run `run_id` (a UUID) as values of `columns` (see `run_column`), or None; one query, compiled
+    once per connection and set of columns."""
+
+    def build(export, run):
+        return BatchExportRun.objects.filter(batch_export_id=export, pk=run).values(*columns)
+
+    rows = compiled_rows(("batch_export_run", tuple(columns)), build, export=export_id, run=run_id)
     return rows[0] if rows else None
 
 

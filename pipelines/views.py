@@ -17,8 +17,10 @@ from pipelines.permissions import PluginsAccessPermission
 from pipelines.rendered_runs import latest_runs_rendered
 from pipelines.selectors import (
     backfills_with_progress,
+    batch_export_run_values,
     batch_export_values,
     latest_runs_by_export,
+    project_batch_export,
     run_column,
     run_log_lines,
 )
@@ -248,7 +250,7 @@ class BatchExportScopedMixin:
             export_id = uuid.UUID(str(self.kwargs["batch_export_id"]))
         except ValueError as error:
             raise exceptions.NotFound("Batch export not found.") from error
-        batch_export = BatchExport.objects.filter(project=self.project, pk=export_id).first()
+        batch_export = project_batch_export(project_id=self.project.pk, export_id=export_id)
         if batch_export is None:
             raise exceptions.NotFound("Batch export not found.")
         return batch_export
@@ -281,6 +283,21 @@ class BatchExportRunViewSet(BatchExportScopedMixin, ProjectScopedViewSet, ListMi
 
     def list(self, request, *args, **kwargs):
         return runs_page_response(self, self.batch_export)
+
+    def retrieve(self, request, *args, **kwargs):
+        """The run as its export's runs page shows it, in one query compiled once per connection, represented
+        without a model instance: the same representation, and ETag, as the write path's."""
+        try:
+            run_id = uuid.UUID(str(self.kwargs[self.lookup_url_kwarg or self.lookup_field]))
+        except ValueError as error:
+            raise Http404 from error
+        columns = [run_column(name) for name in LATEST_RUN_COLUMNS]
+        row = batch_export_run_values(self.batch_export.pk, run_id, columns)
+        if row is None:
+            raise Http404(f"No {BatchExportRun._meta.object_name} matches the given query.")  # as get_object_or_404
+        self.check_object_permissions(request, BatchExportRun(pk=row["id"], batch_export=self.batch_export))
+        row["batch_export"] = row.pop("batch_export_id")
+        return self.object_response(data=represent_rows(BatchExportRunSerializer(), [row])[0])
 
     @extend_schema(
         parameters=[PROJECT_ID, BATCH_EXPORT_ID, RUN_ID],

@@ -243,3 +243,24 @@ def test_run_responses_match_the_reference(reference, client, project, run):
     validate(reference, client.get(run_url(project, run)).json(), "BatchExportRun")
     validate(reference, client.post(run_url(project, run, "retry/")).json(), "BatchExportRun")
     validate(reference, client.post(run_url(project, run, "cancel/")).json(), "BatchExportRun")
+
+
+class TestDetailRead:
+    def test_the_detail_is_what_the_write_path_represents(self, client, project, export):
+        """The detail read represents plain values (pipelines.selectors.batch_export_run_values); a retry answers
+        with the serializer's representation of the new run. Both must be the same, byte for byte."""
+        failed = BatchExportRunFactory(batch_export=export, status=Status.FAILED, latest_error="Timed out")
+        created = client.post(run_url(project, failed, "retry/"))
+        new = BatchExportRun.objects.get(pk=created.json()["id"])
+
+        read = client.get(run_url(project, new))
+
+        assert (created.status_code, read.status_code) == (201, 200)
+        assert read.content == created.content
+        assert read["ETag"] == created["ETag"]
+        assert client.get(run_url(project, failed)).json()["latest_error"] == "Timed out"
+
+    def test_a_run_of_another_export_of_the_project_is_not_found(self, client, project, export):
+        run = BatchExportRunFactory(batch_export=BatchExportFactory(project=project))
+        url = f"{runs_url(project, export)}{run.pk}/"
+        assert client.get(url).status_code == 404

@@ -128,3 +128,25 @@ def test_a_join_without_an_outer_row_gives_nothing(alice, organization):
     )
 
     assert join.rows(organization=organization.pk, level=1) == (None, [])
+
+
+def test_instances_are_what_the_orm_builds_with_their_annotations(alice, organization):
+    from workspace.api.rows import concrete_attnames
+
+    compiled = CompiledQuery(
+        lambda organization: (
+            Organization.objects.filter(pk=organization)
+            .annotate(members=Count("memberships"))
+            .values(*concrete_attnames(Organization), "members")
+        )
+    )
+
+    [found] = compiled.instances(Organization, organization=organization.pk)
+    expected = Organization.objects.get(pk=organization.pk)
+
+    assert type(found) is Organization and found.members == 1
+    assert {name: getattr(found, name) for name in concrete_attnames(Organization)} == {
+        name: getattr(expected, name) for name in concrete_attnames(Organization)
+    }
+    assert found._state.adding is False and found._state.db == "default"
+    assert compiled.instances(Organization, organization=uuid.uuid4()) == []

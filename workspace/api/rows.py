@@ -96,6 +96,24 @@ class CompiledQuery:
         """The rows for these arguments, as dicts of the queryset's values."""
         return compiled_rows(self, self.build, using=using, **arguments)
 
+    def instances(self, model: type[models.Model], using: str = DEFAULT_DB_ALIAS, **arguments) -> list[models.Model]:
+        """The rows for these arguments as instances of `model`, as the ORM would build them: the values must hold
+        every concrete column of `model` by its attname (`concrete_attnames`); any other value (an annotation) is
+        set as an attribute of the same name."""
+        attnames = concrete_attnames(model)
+        found = []
+        for row in self.rows(using=using, **arguments):
+            instance = model.from_db(using, attnames, [row.pop(name) for name in attnames])
+            for name, value in row.items():
+                setattr(instance, name, value)
+            found.append(instance)
+        return found
+
+
+def concrete_attnames(model: type[models.Model]) -> list[str]:
+    """The attnames of the model's concrete fields, in order: what a values queryset names to build instances."""
+    return [field.attname for field in model._meta.concrete_fields]
+
 
 # Compiled queries kept per connection, the least recently used dropped first: a list's shapes include its filters'
 # values, which clients choose.
