@@ -57,6 +57,22 @@ def project_batch_export(*, project_id: int, export_id) -> BatchExport | None:
     return found[0] if found else None
 
 
+def _export_backfill(export, backfill):
+    return backfills_with_progress(BatchExportBackfill.objects.filter(batch_export_id=export, pk=backfill)).values(
+        *concrete_attnames(BatchExportBackfill), "total_runs", "finished_runs"
+    )
+
+
+_EXPORT_BACKFILL = CompiledQuery(_export_backfill)
+
+
+def export_backfill(*, export_id, backfill_id) -> BatchExportBackfill | None:
+    """The export's backfill `backfill_id` (a UUID) with its progress as `backfills_with_progress` annotates it, or
+    None: a model instance from one query compiled once per connection (its export is not read)."""
+    found = _EXPORT_BACKFILL.instances(BatchExportBackfill, export=export_id, backfill=backfill_id)
+    return found[0] if found else None
+
+
 def batch_export_run_values(export_id, run_id, columns: list[str]) -> dict | None:
     """The export's run `run_id` (a UUID) as values of `columns` (see `run_column`), or None; one query, compiled
     once per connection and set of columns."""

@@ -19,6 +19,7 @@ from pipelines.selectors import (
     backfills_with_progress,
     batch_export_run_values,
     batch_export_values,
+    export_backfill,
     latest_runs_by_export,
     project_batch_export,
     run_column,
@@ -364,6 +365,22 @@ class BatchExportBackfillViewSet(BatchExportScopedMixin, ProjectScopedViewSet, L
 
     def create_object(self, data):
         return batch_export_backfill(actor=self.request.user, batch_export=self.batch_export, **data)
+
+    def retrieve(self, request, *args, **kwargs):
+        """The backfill with its progress, from one query compiled once per connection, with the export the route
+        resolved: the same representation, and ETag, as the write path's."""
+        try:
+            backfill_id = uuid.UUID(str(self.kwargs[self.lookup_url_kwarg or self.lookup_field]))
+        except ValueError as error:
+            raise Http404 from error
+        backfill = export_backfill(export_id=self.batch_export.pk, backfill_id=backfill_id)
+        if backfill is None:
+            raise Http404(
+                f"No {BatchExportBackfill._meta.object_name} matches the given query."
+            )  # as get_object_or_404
+        backfill.batch_export = self.batch_export
+        self.check_object_permissions(request, backfill)
+        return self.object_response(backfill)
 
     @extend_schema(
         parameters=[PROJECT_ID, BATCH_EXPORT_ID, BACKFILL_ID],

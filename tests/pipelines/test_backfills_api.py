@@ -111,6 +111,20 @@ class TestListAndRetrieve:
         assert (response.status_code, response.json()["id"]) == (200, str(backfill.pk))
         assert client.get(backfill_url(project, backfill), HTTP_IF_NONE_MATCH=response["ETag"]).status_code == 304
 
+    def test_the_detail_is_what_creating_it_answered(self, client, project, export):
+        """The detail reads the backfill from a compiled query (pipelines.selectors.export_backfill); creating it
+        answers with the write path's representation. Both must be the same, byte for byte, with its progress."""
+        created = client.post(backfills_url(project, export), RANGE, format="json")
+        backfill = BatchExportBackfill.objects.get(pk=created.json()["id"])
+
+        read = client.get(backfill_url(project, backfill))
+
+        assert (created.status_code, read.status_code) == (201, 200)
+        assert read.content == created.content
+        assert read["ETag"] == created["ETag"]
+        assert read.json()["progress"]["total_runs"] == 4
+        assert client.get(f"{backfills_url(project, export)}not-a-uuid/").status_code == 404
+
     def test_a_backfill_of_another_export_is_not_found(self, client, project, export):
         elsewhere = BatchExportBackfillFactory(batch_export=BatchExportFactory(project=project))
         assert client.get(f"{backfills_url(project, export)}{elsewhere.pk}/").status_code == 404
