@@ -1,6 +1,5 @@
 from functools import cached_property
 
-from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import exceptions, status
@@ -166,17 +165,11 @@ class DashboardViewSet(
     def retrieve(self, request, *args, **kwargs):
         """The dashboard and its tiles as plain values in one query (dashboards.detail), represented without model
         instances: the same representation, and ETag, as the write path's."""
-        try:
-            dashboard_id = int(self.kwargs[self.lookup_url_kwarg or self.lookup_field])
-        except (TypeError, ValueError) as error:
-            raise Http404 from error
-        row, tiles = None, []
-        if -(2**63) <= dashboard_id < 2**63:  # what a database integer holds
-            row, tiles = dashboard_detail_rows(
-                project_id=self.project.pk, user_id=request.user.pk, dashboard_id=dashboard_id
-            )
+        row, tiles = dashboard_detail_rows(
+            project_id=self.project.pk, user_id=request.user.pk, dashboard_id=self.detail_id(Dashboard)
+        )
         if row is None:
-            raise Http404(f"No {Dashboard._meta.object_name} matches the given query.")  # as get_object_or_404 says
+            raise self.not_found(Dashboard)
         # What the object permissions read of a dashboard.
         stand_in = Dashboard(
             pk=row["id"],
@@ -387,15 +380,9 @@ class InsightViewSet(SoftDeleteOnlyMixin, ProjectScopedViewSet, ListMixin, Creat
         """The insight as its list page reads it, in one query (dashboards.detail), represented without a model
         instance: the same representation, and ETag, as the write path's. A read needs no object permission beyond
         seeing the project (CanEditInsight guards writes)."""
-        try:
-            insight_id = int(self.kwargs[self.lookup_url_kwarg or self.lookup_field])
-        except (TypeError, ValueError) as error:
-            raise Http404 from error
-        row = None
-        if -(2**63) <= insight_id < 2**63:  # what a database integer holds
-            row = insight_detail_row(project_id=self.project.pk, insight_id=insight_id)
+        row = insight_detail_row(project_id=self.project.pk, insight_id=self.detail_id(Insight))
         if row is None:
-            raise Http404(f"No {Insight._meta.object_name} matches the given query.")  # as get_object_or_404 says
+            raise self.not_found(Insight)
         self.check_object_permissions(request, Insight(pk=row["id"], project=self.project))
         return self.object_response(data=self.get_serializer().represent_page([row])[0])
 

@@ -2,7 +2,6 @@ import uuid
 from functools import cached_property
 
 from django.db.models import F, Prefetch, QuerySet
-from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import exceptions
@@ -129,13 +128,10 @@ class BatchExportViewSetMixin(ListMixin, CreateMixin, RetrieveMixin, UpdateMixin
         """The export as its list page shows it: its row as plain values, then its latest runs, each in one query
         compiled once per connection, represented without model instances: the same representation, and ETag, as
         the write path's."""
-        try:
-            export_id = uuid.UUID(str(self.kwargs[self.lookup_url_kwarg or self.lookup_field]))
-        except ValueError as error:
-            raise Http404 from error
+        export_id = self.detail_id(BatchExport, uuid.UUID)
         row = batch_export_values(self.route_filter, self.route_owner(), export_id, BatchExportSerializer.PAGE_COLUMNS)
         if row is None:
-            raise Http404(f"No {BatchExport._meta.object_name} matches the given query.")  # as get_object_or_404 says
+            raise self.not_found(BatchExport)
         self.check_object_permissions(request, BatchExport(pk=row["id"], project_id=row["team_id"]))
         # Plain values, not the JSON a list page keeps: an ETag is the digest of the representation's values.
         latest_runs = latest_runs_by_export([row["id"]], count=LATEST_RUNS, columns=LATEST_RUN_COLUMNS)
@@ -288,14 +284,10 @@ class BatchExportRunViewSet(BatchExportScopedMixin, ProjectScopedViewSet, ListMi
     def retrieve(self, request, *args, **kwargs):
         """The run as its export's runs page shows it, in one query compiled once per connection, represented
         without a model instance: the same representation, and ETag, as the write path's."""
-        try:
-            run_id = uuid.UUID(str(self.kwargs[self.lookup_url_kwarg or self.lookup_field]))
-        except ValueError as error:
-            raise Http404 from error
         columns = [run_column(name) for name in LATEST_RUN_COLUMNS]
-        row = batch_export_run_values(self.batch_export.pk, run_id, columns)
+        row = batch_export_run_values(self.batch_export.pk, self.detail_id(BatchExportRun, uuid.UUID), columns)
         if row is None:
-            raise Http404(f"No {BatchExportRun._meta.object_name} matches the given query.")  # as get_object_or_404
+            raise self.not_found(BatchExportRun)
         self.check_object_permissions(request, BatchExportRun(pk=row["id"], batch_export=self.batch_export))
         row["batch_export"] = row.pop("batch_export_id")
         return self.object_response(data=represent_rows(BatchExportRunSerializer(), [row])[0])
@@ -369,15 +361,11 @@ class BatchExportBackfillViewSet(BatchExportScopedMixin, ProjectScopedViewSet, L
     def retrieve(self, request, *args, **kwargs):
         """The backfill with its progress, from one query compiled once per connection, with the export the route
         resolved: the same representation, and ETag, as the write path's."""
-        try:
-            backfill_id = uuid.UUID(str(self.kwargs[self.lookup_url_kwarg or self.lookup_field]))
-        except ValueError as error:
-            raise Http404 from error
-        backfill = export_backfill(export_id=self.batch_export.pk, backfill_id=backfill_id)
+        backfill = export_backfill(
+            export_id=self.batch_export.pk, backfill_id=self.detail_id(BatchExportBackfill, uuid.UUID)
+        )
         if backfill is None:
-            raise Http404(
-                f"No {BatchExportBackfill._meta.object_name} matches the given query."
-            )  # as get_object_or_404
+            raise self.not_found(BatchExportBackfill)
         backfill.batch_export = self.batch_export
         self.check_object_permissions(request, backfill)
         return self.object_response(backfill)

@@ -9,9 +9,11 @@ This module knows no app: who may see what, and where activity is recorded, come
 `organizations/tenancy.py`.
 """
 
+import uuid
 from collections.abc import Callable
 
 from django.db import models, transaction
+from django.http import Http404
 from django.template.response import SimpleTemplateResponse
 from rest_framework import mixins, status, viewsets
 from rest_framework.generics import get_object_or_404
@@ -114,6 +116,24 @@ class BaseViewSet(viewsets.GenericViewSet):
         if self.request.method not in SAFE_METHODS and "If-Match" in self.request.headers:
             check_if_match(self.request, etag_for(self.represent(instance)))
         return instance
+
+    def detail_id(self, model: type[models.Model], kind: type = int):
+        """The id in a detail route's URL as `kind` (int or uuid.UUID), for a read that looks its object up by
+        hand: a 404 for a value that is not one, as get_object gives, and the object's 404 (`not_found`) for an
+        integer outside a database integer's range, which names no row and is not sent to the database."""
+        value = str(self.kwargs[self.lookup_url_kwarg or self.lookup_field])
+        try:
+            found = uuid.UUID(value) if kind is uuid.UUID else int(value)
+        except ValueError as error:
+            raise Http404 from error
+        if kind is int and not -(2**63) <= found < 2**63:
+            raise self.not_found(model)
+        return found
+
+    @staticmethod
+    def not_found(model: type[models.Model]) -> Http404:
+        """The 404 of an object that is not there (or not the caller's), worded as get_object_or_404 words it."""
+        return Http404(f"No {model._meta.object_name} matches the given query.")
 
     def lock_for_write(self) -> None:
         """Take locks a write needs before its object's own (a parent row whose children share a rule)."""
