@@ -84,6 +84,18 @@ def membership_lookup(value: str) -> CallerMembershipLookup | None:
         return None
 
 
+def project_lookup(value: str) -> CallerProjectLookup | None:
+    """The project a route names (`@current` or an integer), with the caller's membership of its organization, to be
+    read in the API key's query; None for anything else (a 404, raised where the route resolves it)."""
+    if value == CURRENT:
+        return CallerProjectLookup(None)
+    try:
+        project_id = int(value)
+    except (TypeError, ValueError):
+        return None
+    return CallerProjectLookup(project_id) if project_id in PROJECT_ID_RANGE else None
+
+
 def parse_project_id(request, value: str) -> int:
     """`@current` or an integer; anything else is a 404."""
     if value == CURRENT:
@@ -205,17 +217,7 @@ class ProjectScopedViewSet(TenantViewSet):
     """
 
     def key_query_companion(self) -> CallerProjectLookup | None:
-        value = self.kwargs.get("project_id")
-        if value == CURRENT:
-            project_id = None
-        else:
-            try:
-                project_id = int(value)
-            except (TypeError, ValueError):
-                return None  # a 404, raised where the route resolves it
-            if project_id not in PROJECT_ID_RANGE:
-                return None
-        self.caller_lookup = CallerProjectLookup(project_id)
+        self.caller_lookup = project_lookup(self.kwargs.get("project_id"))
         return self.caller_lookup
 
     @cached_property

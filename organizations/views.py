@@ -49,6 +49,7 @@ from organizations.tenancy import (
     membership_lookup,
     parse_organization_id,
     parse_project_id,
+    project_lookup,
     visible_memberships,
     visible_organizations,
     visible_projects,
@@ -180,6 +181,26 @@ class ProjectViewSet(TenantViewSet, RetrieveMixin, UpdateMixin, DestroyMixin):
 
     def get_queryset(self):
         return visible_projects(self.request).order_by("id")
+
+    def key_query_companion(self):
+        """For a read of one project: the project, with the caller's membership of its organization, in the API key's
+        query."""
+        if self.action != "retrieve":
+            return None
+        self.caller_lookup = project_lookup(self.kwargs.get(self.lookup_url_kwarg or self.lookup_field))
+        return self.caller_lookup
+
+    def retrieve(self, request, *args, **kwargs):
+        """The project read with the API key (with the caller's `membership_level`, as visible_projects annotates
+        it), represented as its list page shows it: no query of its own. Other authentication, and a project the
+        caller cannot see, take the queryset's way."""
+        lookup = self.__dict__.pop("caller_lookup", None)
+        if lookup is None or not lookup.loaded or lookup.project is None:
+            return super().retrieve(request, *args, **kwargs)
+        project = lookup.project
+        self.check_object_permissions(request, project)
+        row = {name: getattr(project, name) for name in ProjectSerializer.PAGE_COLUMNS}
+        return self.object_response(data=self.get_serializer().represent_page([row])[0])
 
     def lookup_value(self, value):
         return parse_project_id(self.request, value)

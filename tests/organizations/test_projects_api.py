@@ -67,6 +67,30 @@ def test_retrieve_and_current(alice, project, key_client):
     assert client.get("/api/projects/@current").json()["id"] == project.id
 
 
+def test_a_read_with_a_key_is_what_the_write_path_and_a_session_represent(alice, project, key_client, api_client):
+    """With a key, the project comes with the key's query (ProjectViewSet.key_query_companion) and is represented
+    as its list shows it; a write, and a read without a key, represent the instance. All must be the same."""
+    client = key_client("project:write")
+    read = client.get(project_url(project.id))
+    current = client.get("/api/projects/@current/")
+    written = client.patch(project_url(project.id), {"name": project.name}, format="json")
+    session = api_client.get(project_url(project.id))
+
+    assert read.status_code == current.status_code == written.status_code == session.status_code == 200
+    assert read.content == current.content == written.content == session.content
+    assert read["ETag"] == written["ETag"] == session["ETag"]
+
+
+def test_a_key_limited_to_other_organizations_does_not_read_the_project(alice, project, other_organization, issue_key):
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    key = issue_key(alice, "project:read", scoped_organizations=[str(other_organization.pk)])
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert client.get(project_url(project.id)).status_code == 404
+    assert client.get(project_url(2**63)).status_code == 404
+
+
 @pytest.mark.parametrize("project_id", ["abc", "0", "999999"])
 def test_unknown_or_non_integer_project_ids_are_404(alice, key_client, project_id):
     response = key_client("project:read").get(project_url(project_id))
