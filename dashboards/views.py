@@ -50,6 +50,7 @@ from dashboards.services import (
     sharing_configuration_update,
 )
 from organizations.tenancy import ProjectScopedViewSet
+from workspace.api.rows import DATABASE_INTEGERS
 from workspace.api.viewsets import CreateMixin, DestroyMixin, ListMixin, RetrieveMixin, UpdateMixin
 from workspace.services import secret_mask
 
@@ -77,7 +78,7 @@ class DashboardScopedMixin:
         except (TypeError, ValueError) as error:
             raise exceptions.NotFound("Dashboard not found.") from error
         dashboard = None
-        if -(2**63) <= dashboard_id < 2**63:  # what a database integer holds
+        if dashboard_id in DATABASE_INTEGERS:
             dashboard = caller_dashboard(
                 project_id=self.project.pk, user_id=self.request.user.pk, dashboard_id=dashboard_id
             )

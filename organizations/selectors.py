@@ -177,10 +177,6 @@ class CallerMembershipLookup(CallerTenantLookup):
             self.membership = membership
 
 
-# The range of the project's primary key: an id outside it names no project (and is not sent to the database).
-PROJECT_ID_RANGE = range(-(2**63), 2**63)
-
-
 class CallerProjectLookup(CallerTenantLookup):
     """A project the caller can see, with its organization and the caller's `membership_level` there (as
     organizations.tenancy.visible_projects gives it): `project` is None when the caller cannot see it.

@@ -15,7 +15,8 @@ from rest_framework.settings import api_settings
 from apikeys.models import PersonalAPIKey
 from organizations.models import Membership, Organization, Project
 from organizations.permissions import MembershipLevelPermission
-from organizations.selectors import PROJECT_ID_RANGE, CallerMembershipLookup, CallerProjectLookup
+from organizations.selectors import CallerMembershipLookup, CallerProjectLookup
+from workspace.api.rows import DATABASE_INTEGERS
 from workspace.api.viewsets import BaseViewSet
 from workspace.services import activity_log_record
 
@@ -93,7 +94,7 @@ def project_lookup(value: str) -> CallerProjectLookup | None:
         project_id = int(value)
     except (TypeError, ValueError):
         return None
-    return CallerProjectLookup(project_id) if project_id in PROJECT_ID_RANGE else None
+    return CallerProjectLookup(project_id) if project_id in DATABASE_INTEGERS else None
 
 
 def parse_project_id(request, value: str) -> int:

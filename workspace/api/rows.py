@@ -28,6 +28,10 @@ def prepared_cursor(connection, *, binary: bool = False):
     return prepared(binary=binary) if prepared is not None else connection.cursor()
 
 
+# What a database integer column holds (PostgreSQL's bigint): an integer outside it names no row, and is not sent.
+DATABASE_INTEGERS = range(-(2**63), 2**63)
+
+
 class ModelColumns:
     """The concrete columns of `model` under the table alias `alias`."""
 
@@ -200,7 +204,7 @@ def _kept(connection, shape, arguments: dict, compile_shape):
             continue
         if type(value) is not int:
             raise TypeError(f"{name} must be an int or a UUID, not {type(value).__name__}")
-        if not -(2**63) <= value < 2**63:
+        if value not in DATABASE_INTEGERS:
             raise ValueError(f"{name} is out of a database integer's range")
     kinds = tuple(sorted((name, type(value)) for name, value in arguments.items()))
     kept = connection.__dict__.setdefault("compiled_queries", OrderedDict())

@@ -21,6 +21,7 @@ from rest_framework.permissions import SAFE_METHODS
 from rest_framework.response import Response
 
 from workspace.api.conditional import check_if_match, etag_for, none_match
+from workspace.api.rows import DATABASE_INTEGERS
 
 # Fields whose change alone is not a change worth recording (they move on every save).
 VOLATILE_FIELDS = frozenset({"updated_at", "last_updated_at", "last_modified_at"})
@@ -126,7 +127,7 @@ class BaseViewSet(viewsets.GenericViewSet):
             found = uuid.UUID(value) if kind is uuid.UUID else int(value)
         except ValueError as error:
             raise Http404 from error
-        if kind is int and not -(2**63) <= found < 2**63:
+        if kind is int and found not in DATABASE_INTEGERS:
             raise self.not_found(model)
         return found
 
