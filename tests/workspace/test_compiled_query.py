@@ -62,6 +62,39 @@ def test_arguments_are_integers():
         compiled.rows(user=2**63)
 
 
+def test_inline_arguments_are_written_into_the_sql_and_the_rest_sent_apart(alice, bob, monkeypatch):
+    from django.db.models import F
+
+    from workspace.api import rows
+
+    def build(least, most):
+        # `%` (modulo) is written `%%` in the SQL: not a parameter's place.
+        return (
+            User.objects.filter(pk__gte=least, pk__lte=most)
+            .annotate(odd=F("id") % 2)
+            .order_by("id")
+            .values("id", "odd")
+        )
+
+    sent = []
+    real = rows._with_inlined
+    monkeypatch.setattr(rows, "_with_inlined", lambda sql, arguments: sent.append(real(sql, arguments)) or sent[-1])
+    users = sorted([alice.pk, bob.pk])
+
+    for least, most in [(users[0], users[1]), (users[1], users[1]), (users[0] + 10**6, 10**7)]:
+        found = rows.compiled_rows("inline", build, inline=frozenset({"least"}), least=least, most=most)
+        assert found == [{"id": pk, "odd": pk % 2} for pk in users if least <= pk <= most]
+        assert f">= {least}" in sent[-1]  # written into the statement
+        assert f"<= {most}" not in sent[-1]  # sent apart from it
+    with pytest.raises(TypeError):
+        rows.compiled_rows(
+            "inline uuid",
+            lambda user: User.objects.filter(uuid=user).values("id"),
+            inline=frozenset({"user"}),
+            user=alice.uuid,
+        )
+
+
 def test_uuid_arguments_reach_the_sql_in_the_database_form(alice, organization, other_organization, charlie):
     compiled = CompiledQuery(
         lambda organization: Membership.objects.filter(organization_id=organization).order_by("id").values("user_id")

@@ -80,9 +80,9 @@ def compiles(monkeypatch):
     compiled = []
     real = rows._compile
 
-    def spy(build, using, kinds):
+    def spy(build, using, kinds, *rest):
         compiled.append([name for name, _ in kinds])
-        return real(build, using, kinds)
+        return real(build, using, kinds, *rest)
 
     monkeypatch.setattr(rows, "_compile", spy)
     return compiled
@@ -120,3 +120,24 @@ def test_a_compiled_list_with_an_invalid_filter_is_a_400_every_time(key_client, 
     assert [response.status_code for response in responses] == [400, 400]
     assert responses[1].json()["attr"] == "pinned"
     assert compiles == [["limit", "offset", "project", "user"]] * 2  # refused while building: nothing kept
+
+
+@pytest.mark.requires_postgres
+def test_a_page_is_planned_once_per_limit_and_offset(key_client, project, five):
+    """Its limit and offset are written into the statement, whose plan the database keeps and runs again (a generic
+    plan): a plan for any limit would read and sort the whole list, so the database would plan it on every run."""
+    client = key_client("dashboard:read")
+
+    for params in [{"limit": 2}] * 8 + [{"limit": 2, "offset": 2}]:
+        assert client.get(dashboards_url(project), params).status_code == 200
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT statement, generic_plans FROM pg_prepared_statements"
+            " WHERE statement LIKE '%%dashboards_dashboard%%' AND statement LIKE '%%OFFSET%%'"
+        )
+        pages = dict(cursor.fetchall())
+    [first] = [plans for statement, plans in pages.items() if "LIMIT 2 OFFSET 0)" in statement]
+    [second] = [statement for statement in pages if "LIMIT 2 OFFSET 2)" in statement]
+    assert first >= 1
+    assert "$" in second  # the project and the caller are still parameters

@@ -78,7 +78,8 @@ class LimitOffsetPagination(pagination.LimitOffsetPagination):
         With `arguments` (ids: integers or UUIDs, see workspace.api.rows.compiled_rows), `queryset(**arguments)`
         builds the list's queryset, `rows(page, **arguments)` reads values, and the page's SQL is built once per
         database connection, view and query string (all but limit and offset), then run again with other arguments,
-        limits and offsets: building it costs more than running it. The two functions must then depend on nothing
+        limits and offsets (these two written into the statement's text: `_PAGING`): building it costs more than
+        running it. The two functions must then depend on nothing
         else than their arguments, the view's class, the query string (the view's filters) and `shape`: whatever
         else (hashable) their SQL depends on, such as the organizations a key is limited to.
         """
@@ -95,6 +96,7 @@ class LimitOffsetPagination(pagination.LimitOffsetPagination):
                 ),
                 limit=self.limit,
                 offset=self.offset,
+                inline=_PAGING,
                 **arguments,
             )
         if found:
@@ -128,9 +130,16 @@ class LimitOffsetPagination(pagination.LimitOffsetPagination):
         return rows(page).order_by(*ordering).annotate(_page_total=_Count(queryset.order_by().values("pk")))
 
 
+# Written into a page's SQL: planned once for a limit and an offset, a page query reads its page's rows from an index
+# in the list's order; planned once for any (sent as parameters), it reads and sorts every row of the list, so the
+# database planned it anew on every run instead.
+_PAGING = frozenset({"limit", "offset"})
+
+
 class _Page(Subquery):
     """The rows of a one-column queryset from `offset`, at most `limit`, with both as parameters of the SQL (a
-    sliced queryset writes them into its text, which would make every page a query of its own)."""
+    sliced queryset writes them into its text, which would make every page a query to build of its own; a compiled
+    page writes them there when it runs)."""
 
     def __init__(self, queryset: QuerySet, *, limit: int, offset: int):
         super().__init__(queryset)

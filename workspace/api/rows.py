@@ -9,6 +9,7 @@ enough but whose building costs more than their running. Both read JSON columns 
 """
 
 import inspect
+import re
 import uuid
 from collections import OrderedDict
 
@@ -124,7 +125,9 @@ def concrete_attnames(model: type[models.Model]) -> list[str]:
 COMPILED_PER_CONNECTION = 256
 
 
-def compiled_rows(shape, build, *, using: str = DEFAULT_DB_ALIAS, **arguments: int | uuid.UUID) -> list[dict]:
+def compiled_rows(
+    shape, build, *, using: str = DEFAULT_DB_ALIAS, inline: frozenset[str] = frozenset(), **arguments: int | uuid.UUID
+) -> list[dict]:
     """The rows of the values queryset `build(**arguments)`, as dicts of its values, with its SQL built and compiled
     once per connection and `shape`.
 
@@ -135,13 +138,17 @@ def compiled_rows(shape, build, *, using: str = DEFAULT_DB_ALIAS, **arguments: i
     between the two (those that stay the same are the query's constants); every run puts the real arguments there,
     and converts the rows as the queryset would. Two builds whose SQL differs, or whose parameters differ in a way
     no argument explains, are refused.
+
+    The integer arguments named in `inline` are written into the SQL's text instead of sent apart from it, for
+    values the database must see to plan the query well once and for all (a page's limit and offset): a statement
+    is planned once per text and connection, and a plan made for any limit reads and sorts every matching row.
     """
     connection = connections[using]
-    compiled = _kept(connection, shape, arguments, lambda kinds: _compile(build, connection, kinds))
+    compiled = _kept(connection, shape, arguments, lambda kinds: _compile(build, connection, kinds, inline))
     compiler, sql, params, slots, names, converters = compiled
     # Prepared: the database plans a shape once per connection, not on every run (workspace.postgresql).
     with prepared_cursor(connection) as cursor:
-        cursor.execute(sql, _with_arguments(params, slots, arguments))
+        cursor.execute(_with_inlined(sql, arguments), _with_arguments(params, slots, arguments))
         results = cursor.fetchall()
     if compiler.has_extra_select:
         results = [row[: compiler.col_count] for row in results]
@@ -219,6 +226,56 @@ def _kept(connection, shape, arguments: dict, compile_shape):
     return compiled
 
 
+class _Inlined:
+    """A compiled query's SQL with some of its parameters written into it: the text between them, and the
+    arguments that go there, in order."""
+
+    __slots__ = ("pieces", "names")
+
+    def __init__(self, pieces: list[str], names: list[str]):
+        self.pieces = pieces
+        self.names = names
+
+
+def _with_inlined(sql: "str | _Inlined", arguments: dict) -> str:
+    if type(sql) is str:
+        return sql
+    # An int in a database integer's range (_kept made sure), so its digits are all the SQL holds there.
+    values = [str(int(arguments[name])) for name in sql.names]
+    return sql.pieces[0] + "".join(value + piece for value, piece in zip(values, sql.pieces[1:], strict=True))
+
+
+# A parameter's place in a compiled query's SQL (`%%` is a percent sign).
+_PLACEHOLDER = re.compile(r"%[%s]")
+
+
+def _inlined(sql: str, params: tuple, slots: list, kinds: tuple, inline: frozenset[str]):
+    """The SQL, parameters and slots of a compiled query with the parameters of the `inline` arguments taken out of
+    the parameters and written into the SQL at each run (`_with_inlined`)."""
+    if not inline:
+        return sql, params, slots
+    for name, kind in kinds:
+        if name in inline and kind is not int:
+            raise TypeError(f"Only an integer argument is written into the SQL, not {name}")
+    inlined = {position: name for position, name, _ in slots if name in inline}
+    pieces, names, start, position = [], [], 0, 0
+    for match in _PLACEHOLDER.finditer(sql):
+        if match.group() == "%%":
+            continue
+        if position in inlined:
+            pieces.append(sql[start : match.start()])
+            names.append(inlined[position])
+            start = match.end()
+        position += 1
+    if position != len(params):
+        raise ValueError("The query's SQL does not hold a placeholder for each of its parameters.")
+    pieces.append(sql[start:])
+    kept = [position for position in range(len(params)) if position not in inlined]
+    renumbered = {old: new for new, old in enumerate(kept)}
+    slots = [(renumbered[position], name, form) for position, name, form in slots if position not in inlined]
+    return _Inlined(pieces, names), tuple(params[position] for position in kept), slots
+
+
 def _with_arguments(params: tuple, slots: list, arguments: dict) -> list:
     params = list(params)
     for position, name, form in slots:
@@ -268,7 +325,7 @@ def _hex(value: uuid.UUID) -> str:
     return value.hex
 
 
-def _compile(build, connection, kinds: tuple) -> tuple:
+def _compile(build, connection, kinds: tuple, inline: frozenset[str] = frozenset()) -> tuple:
     builds = []
     for base in _STAND_INS:
         stand_ins = {name: _stand_in(kind, base + 2 * number) for number, (name, kind) in enumerate(kinds)}
@@ -293,6 +350,7 @@ def _compile(build, connection, kinds: tuple) -> tuple:
     missing = {name for name, _ in kinds} - {name for _, name, _ in slots}
     if missing:
         raise ValueError(f"The query's parameters do not hold {sorted(missing)} as they were given.")
+    sql, params, slots = _inlined(sql, params, slots, kinds, inline)
     # As ValuesIterable names a row's values.
     names = (
         list(query.selected)
