@@ -69,12 +69,12 @@ def organization_values(page: QuerySet, user: int, columns: list[str]) -> QueryS
     )
 
 
+# What a list of organizations (and the user's) reads of each of their projects.
+PROJECT_VALUES = ("id", "uuid", "organization_id", "name", "api_token", "created_at")
+
+
 def _projects_of(user: int):
-    return (
-        Project.objects.filter(organization__memberships__user_id=user)
-        .order_by("id")
-        .values("id", "uuid", "organization_id", "name", "api_token", "created_at")
-    )
+    return Project.objects.filter(organization__memberships__user_id=user).order_by("id").values(*PROJECT_VALUES)
 
 
 _PROJECTS_OF = CompiledQuery(_projects_of)
@@ -220,10 +220,18 @@ class CallerProjectLookup(CallerTenantLookup):
 
 
 def _memberships_of(user: int):
+    # One row per project of each membership's organization (one with no project for an organization without).
     return (
         Membership.objects.filter(user_id=user)
-        .order_by("joined_at", "id")
-        .values("organization_id", "level", "organization__name", "organization__slug")
+        .order_by("joined_at", "id", "organization__projects__id")
+        .values(
+            "id",
+            "organization_id",
+            "level",
+            "organization__name",
+            "organization__slug",
+            *(f"organization__projects__{name}" for name in PROJECT_VALUES),
+        )
     )
 
 
@@ -233,10 +241,14 @@ _MEMBERSHIPS_OF = CompiledQuery(_memberships_of)
 def caller_organizations(user_id: int, key) -> list[tuple[dict, list[dict]]]:
     """The user's memberships that the key may use (all of them without a key, or with one not limited to some
     organizations), oldest first, each with its organization's projects by id: `(membership values, [project
-    values])`, in two queries compiled once per connection."""
+    values])`, in one query compiled once per connection."""
     scoped = scoped_organization_ids(key)
-    memberships = [
-        row for row in _MEMBERSHIPS_OF.rows(user=user_id) if scoped is None or row["organization_id"] in scoped
-    ]
-    projects = projects_by_organization(user_id, [row["organization_id"] for row in memberships])
-    return [(row, projects[row["organization_id"]]) for row in memberships]
+    found: dict[int, tuple[dict, list[dict]]] = {}
+    for row in _MEMBERSHIPS_OF.rows(user=user_id):
+        if scoped is not None and row["organization_id"] not in scoped:
+            continue
+        project = {name: row.pop(f"organization__projects__{name}") for name in PROJECT_VALUES}
+        _, projects = found.setdefault(row.pop("id"), (row, []))
+        if project["id"] is not None:
+            projects.append(project)
+    return list(found.values())

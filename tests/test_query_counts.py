@@ -231,7 +231,7 @@ CASES = [
         "users @me",
         ("user:read",),
         lambda n, w: (organizations(w, n), "/api/users/@me/")[1],
-        [KEY, MEMBERSHIP, PROJECT],
+        [KEY, MEMBERSHIP],
         rows=None,
     ),
     Case("personal api key @current", ("*",), lambda n, w: "/api/personal_api_keys/@current/", [KEY], rows=None),

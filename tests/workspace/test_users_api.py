@@ -81,8 +81,8 @@ class TestMe:
             ProjectFactory.create_batch(2, organization=organization)
         client = key_client("user:read")
         client.get(ME)  # the key's first use writes last_used_at
-        # key (+user, which a read shows as it is), memberships (+organizations), their projects
-        with django_assert_num_queries(3):
+        # key (+user, which a read shows as it is), memberships (+organizations, their projects)
+        with django_assert_num_queries(2):
             response = client.get(ME)
         assert len(response.json()["organizations"]) == organizations
 
@@ -263,7 +263,9 @@ def test_the_read_is_what_the_write_path_represents(alice, organization, project
     limited to some organizations too (then the current organization, outside them, is null)."""
     ProjectFactory(organization=organization, name="Another of alice's")
     MembershipFactory(user=charlie, organization=second, level=Membership.Level.ADMIN)
-    options = {"scoped_organizations": [str(second.id)]} if scoped else {}
+    empty = OrganizationFactory(name="Without projects")
+    MembershipFactory(user=alice, organization=empty, level=Membership.Level.ADMIN)
+    options = {"scoped_organizations": [str(second.id), str(empty.id)]} if scoped else {}
     client = key_client("user:read", "user:write", **options)
 
     read = client.get(ME)
@@ -273,7 +275,7 @@ def test_the_read_is_what_the_write_path_represents(alice, organization, project
     assert read.content == written.content
     assert read["ETag"] == written["ETag"]
     body = read.json()
-    listed = [str(second.id)] if scoped else [str(organization.id), str(second.id)]
+    listed = [str(second.id), str(empty.id)] if scoped else [str(organization.id), str(second.id), str(empty.id)]
     assert [row["id"] for row in body["organizations"]] == listed
     assert (body["organization"] is None) == scoped
     assert [team["name"] for team in body["teams"]][-2:] == ["Second A", "Second B"]
