@@ -76,11 +76,13 @@ def test_the_gunicorn_config_sizes_itself_from_the_cores_and_takes_overrides():
     )
 
 
-def worker_garbage_collection(**overrides: str) -> tuple[list[int], int]:
-    """A forked worker's collector thresholds and frozen object count, from gunicorn.conf.py's fork hooks."""
+def worker_garbage_collection(**overrides: str) -> tuple[list[int], int, bool]:
+    """A forked worker's collector thresholds, frozen object count and whether the views were loaded before the fork,
+    from gunicorn.conf.py's fork hooks with the service's app loaded (as `preload_app` loads it)."""
     script = (
-        "import gc, json, runpy; hooks = runpy.run_path('gunicorn.conf.py'); hooks['pre_fork'](None, None);"
-        "hooks['post_fork'](None, None); print(json.dumps([gc.get_threshold(), gc.get_freeze_count()]))"
+        "import gc, json, runpy, sys; import workspace.wsgi; hooks = runpy.run_path('gunicorn.conf.py');"
+        "hooks['pre_fork'](None, None); hooks['post_fork'](None, None);"
+        "print(json.dumps([gc.get_threshold(), gc.get_freeze_count(), 'dashboards.views' in sys.modules]))"
     )
     result = subprocess.run(
         [sys.executable, "-c", script],
@@ -90,14 +92,15 @@ def worker_garbage_collection(**overrides: str) -> tuple[list[int], int]:
         text=True,
         check=True,
     )
-    thresholds, frozen = json.loads(result.stdout)
-    return thresholds, frozen
+    thresholds, frozen, views_loaded = json.loads(result.stdout)
+    return thresholds, frozen, views_loaded
 
 
 def test_workers_collect_garbage_less_often_and_skip_what_the_master_loaded():
-    thresholds, frozen = worker_garbage_collection()
+    thresholds, frozen, views_loaded = worker_garbage_collection()
     assert thresholds == [10_000, 10, 10]
     assert frozen > 1_000  # the master's objects: the collector in a worker no longer walks them
+    assert views_loaded  # the URL configuration's modules among them, not left to a worker's first request
     assert worker_garbage_collection(GUNICORN_GC_THRESHOLD="2000")[0] == [2_000, 10, 10]
     assert worker_garbage_collection(GUNICORN_GC_THRESHOLD="0")[0] == [700, 10, 10]  # Python's default
 
