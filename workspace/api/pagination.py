@@ -79,9 +79,9 @@ class LimitOffsetPagination(pagination.LimitOffsetPagination):
         builds the list's queryset, `rows(page, **arguments)` reads values, and the page's SQL is built once per
         database connection, view and query string (all but limit and offset), then run again with other arguments,
         limits and offsets (these two written into the statement's text: `_PAGING`): building it costs more than
-        running it. The two functions must then depend on nothing
-        else than their arguments, the view's class, the query string (the view's filters) and `shape`: whatever
-        else (hashable) their SQL depends on, such as the organizations a key is limited to.
+        running it. The two functions must then depend on nothing else than their arguments, the view's class, the
+        query string (the view's filters) and `shape`: whatever else (hashable) their SQL depends on, such as the
+        organizations a key is limited to.
         """
         self.request = request
         self.limit = self.get_limit(request)

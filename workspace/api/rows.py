@@ -238,6 +238,7 @@ class _Inlined:
 
 
 def _with_inlined(sql: "str | _Inlined", arguments: dict) -> str:
+    """The SQL to send: a compiled query's own, or its pieces with the values of its inline arguments between."""
     if type(sql) is str:
         return sql
     # An int in a database integer's range (_kept made sure), so its digits are all the SQL holds there.
