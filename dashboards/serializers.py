@@ -22,7 +22,7 @@ from dashboards.services import clean_tags
 from dashboards.template_library import TemplateError, bundled_templates, validate_layouts, validate_template
 from organizations.models import Membership
 from workspace.api.fields import StrictBooleanField, StrictCharField, StrictIntegerChoiceField
-from workspace.api.serializers import ModelSerializer, readable_field_names, represent_rows
+from workspace.api.serializers import ModelSerializer, readable_field_names, represent_rows, representer
 from workspace.serializers import UserBasicSerializer
 
 
@@ -106,7 +106,7 @@ class InsightSerializer(ModelSerializer):
     def represent_page(self, rows: list[dict]) -> list[dict]:
         """A list page from `dashboards.selectors.insight_page_rows`, as `.data` of the instances would be, without
         a serializer or model instances per insight (see workspace.api.serializers.represent_rows)."""
-        users = represent_users(UserBasicSerializer(), rows, ("created_by", "last_modified_by"))
+        users = represent_users(representer(UserBasicSerializer), rows, ("created_by", "last_modified_by"))
         for row in rows:
             row["created_by"] = users.get(row["created_by_id"])
             row["last_modified_by"] = users.get(row["last_modified_by_id"])
@@ -251,7 +251,7 @@ class DashboardBasicSerializer(ModelSerializer):
         """A list page from `dashboards.selectors.dashboard_page_rows`, as `.data` of the instances would be,
         without a serializer or model instances per dashboard (see workspace.api.serializers.represent_rows); the
         fields named in `ready` are in the rows already represented."""
-        creators = represent_users(UserBasicSerializer(), rows, ("created_by",))
+        creators = represent_users(representer(UserBasicSerializer), rows, ("created_by",))
         for row in rows:
             creator_id = row["created_by_id"]
             row["created_by"] = creators.get(creator_id)
@@ -316,7 +316,7 @@ class DashboardSerializer(DashboardBasicSerializer):
     def represent_detail(self, row: dict, tile_rows: list[dict]) -> dict:
         """The detail from `dashboards.detail.dashboard_detail_rows` (the dashboard's row and its tiles' rows), as
         `.data` of the instance would be, without model instances or a serializer per tile (see `represent_page`)."""
-        users = represent_users(UserBasicSerializer(), tile_rows, TILE_USERS)
+        users = represent_users(representer(UserBasicSerializer), tile_rows, TILE_USERS)
         insight_rows, text_rows = [], []
         for tile in tile_rows:
             if tile["insight_id"] is not None:
@@ -332,8 +332,8 @@ class DashboardSerializer(DashboardBasicSerializer):
                 text = {column: tile[f"text__{column}"] for column in TEXT_COLUMNS}
                 text["created_by"] = users.get(tile["text__created_by_id"])
                 text_rows.append(text)
-        insights = iter(InsightSerializer().represent_page(insight_rows))
-        texts = iter(represent_rows(TextSerializer(), text_rows, ready=frozenset({"created_by"})))
+        insights = iter(representer(InsightSerializer).represent_page(insight_rows))
+        texts = iter(represent_rows(representer(TextSerializer), text_rows, ready=frozenset({"created_by"})))
         tiles = [
             {
                 **{column: tile[column] for column in TILE_COLUMNS},
@@ -342,7 +342,7 @@ class DashboardSerializer(DashboardBasicSerializer):
             }
             for tile in tile_rows
         ]
-        row["tiles"] = represent_rows(DashboardTileSerializer(), tiles, ready=frozenset({"insight", "text"}))
+        row["tiles"] = represent_rows(representer(DashboardTileSerializer), tiles, ready=frozenset({"insight", "text"}))
         [item] = self.represent_page([row], ready=frozenset({"tiles"}))
         return item
 
@@ -434,7 +434,7 @@ class DashboardCollaboratorSerializer(ModelSerializer):
     def represent_list(self, rows: list[dict]) -> list[dict]:
         """The collaborators from `dashboards.detail.dashboard_collaborator_rows`, as `.data` of the instances would
         be, without a serializer or model instance per collaborator (see workspace.api.serializers.represent_rows)."""
-        users = represent_users(UserBasicSerializer(), rows, ("user",))
+        users = represent_users(representer(UserBasicSerializer), rows, ("user",))
         for row in rows:
             row["user"] = users.get(row["user_id"])
         return represent_rows(self, rows, ready=frozenset({"user"}))

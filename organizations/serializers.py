@@ -12,7 +12,7 @@ from rest_framework.exceptions import ErrorDetail
 from organizations.models import Domain, Invite, Membership, Organization, Project, validate_time_zone
 from organizations.tenancy import visible_organizations, visible_projects
 from workspace.api.fields import StrictBooleanField, StrictCharField, StrictEmailField, StrictIntegerChoiceField
-from workspace.api.serializers import ModelSerializer, readable_field_names, represent_rows
+from workspace.api.serializers import ModelSerializer, readable_field_names, represent_rows, representer
 from workspace.serializers import UserBasicSerializer
 
 MAX_BULK_INVITES = 20
@@ -82,7 +82,7 @@ class OrganizationSerializer(ModelSerializer):
         projects (`{organization id: [project values]}`), as `.data` of the instances would be, without a serializer
         or model instance per organization and project (see workspace.api.serializers.represent_rows)."""
         team_rows = [team for row in rows for team in projects[row["id"]]]
-        teams = iter(represent_rows(TeamSerializer(), team_rows))
+        teams = iter(represent_rows(representer(TeamSerializer), team_rows))
         for row in rows:
             row["teams"] = [next(teams) for _ in projects[row["id"]]]
             row["available_features"] = Organization.available_features.fget(_ProductFeatures(row))
@@ -170,7 +170,7 @@ class MemberSerializer(ModelSerializer):
     def represent_page(self, rows: list[dict]) -> list[dict]:
         """A list page from `page_columns` values, as `.data` of the instances would be, without a serializer or
         model instances per member (see workspace.api.serializers.represent_rows)."""
-        user_serializer = UserBasicSerializer()
+        user_serializer = representer(UserBasicSerializer)
         names = readable_field_names(user_serializer)
         users = represent_rows(user_serializer, [{name: row[f"user__{name}"] for name in names} for row in rows])
         for row, user in zip(rows, users, strict=True):
@@ -228,7 +228,7 @@ class InviteSerializer(ModelSerializer):
     def represent_page(self, rows: list[dict]) -> list[dict]:
         """A list page from `PAGE_COLUMNS` and `page_columns` values, as `.data` of the instances would be, without a
         serializer or model instances per invite (see workspace.api.serializers.represent_rows)."""
-        creator_serializer = UserBasicSerializer()
+        creator_serializer = representer(UserBasicSerializer)
         names = readable_field_names(creator_serializer)
         creator_rows = {}
         for row in rows:
@@ -505,7 +505,7 @@ class MeSerializer(UserBasicSerializer):
         """The representation from plain values (`organizations.selectors.caller_organizations`), as `.data` gives it
         for the user with their `visible_memberships`, without a serializer or model instance per organization and
         project."""
-        user_serializer = UserBasicSerializer()
+        user_serializer = representer(UserBasicSerializer)
         data = represent_rows(
             user_serializer, [{name: getattr(user, name) for name in readable_field_names(user_serializer)}]
         )[0]

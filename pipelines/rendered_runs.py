@@ -12,7 +12,7 @@ new run: JSON kept for runs that changed since is simply no longer asked for.
 from pipelines.selectors import latest_runs_by_export, latest_runs_versions
 from pipelines.serializers import LATEST_RUN_COLUMNS, BatchExportRunSerializer
 from workspace.api.renderers import RenderedJSON
-from workspace.api.serializers import represent_rows
+from workspace.api.serializers import represent_rows, representer
 
 # (export id, version of its latest runs) -> their JSON list. At most this many (a list of 10 runs is ~5 KB), then
 # it starts again empty.
@@ -34,7 +34,7 @@ def latest_runs_rendered(export_ids: list, *, count: int) -> dict[str, RenderedJ
         # they are now, under the version read with them.
         runs_by_export = latest_runs_by_export(missing, count=count, columns=LATEST_RUN_COLUMNS, versions=True)
         runs = [run for export_id in missing for run in runs_by_export[export_id]]
-        represented = iter(represent_rows(BatchExportRunSerializer(), runs, columns=LATEST_RUN_COLUMNS))
+        represented = iter(represent_rows(representer(BatchExportRunSerializer), runs, columns=LATEST_RUN_COLUMNS))
         for export_id in missing:
             its_runs = runs_by_export[export_id]
             items = [RenderedJSON.of(next(represented)) for _ in its_runs]

@@ -16,7 +16,7 @@ from pipelines.models import (
 )
 from workspace.api.fields import StrictCharField
 from workspace.api.renderers import FloatsKnown, RenderedJSON
-from workspace.api.serializers import ModelSerializer, represent_rows
+from workspace.api.serializers import ModelSerializer, represent_rows, representer
 from workspace.models import ActivityLog
 from workspace.serializers import UserBasicSerializer
 
@@ -158,7 +158,7 @@ class BatchExportSerializer(ModelSerializer):
         its runs}` (pipelines.rendered_runs), as `.data` of the instances would be, without a serializer per export
         and per run (see workspace.api.serializers.represent_rows)."""
         destinations = represent_rows(
-            BatchExportDestinationSerializer(),
+            representer(BatchExportDestinationSerializer),
             [{"type": row["destination_type"], "config": row["destination_config"]} for row in rows],
         )
         if all(type(runs) is RenderedJSON for runs in latest_runs.values()):
@@ -167,7 +167,7 @@ class BatchExportSerializer(ModelSerializer):
                 row["latest_runs"] = latest_runs[str(row["id"])]
             return represent_rows(self, rows, ready=frozenset({"destination", "latest_runs"}))
         runs = represent_rows(
-            BatchExportRunSerializer(),
+            representer(BatchExportRunSerializer),
             [run for row in rows for run in latest_runs[row["id"]]],
             columns=LATEST_RUN_COLUMNS,
         )

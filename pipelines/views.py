@@ -58,7 +58,7 @@ from pipelines.services import (
     plugin_upgrade,
 )
 from workspace.api.pagination import UncountedLimitOffsetPagination
-from workspace.api.serializers import represent_rows
+from workspace.api.serializers import represent_rows, representer
 from workspace.api.viewsets import CreateMixin, DestroyMixin, ListMixin, RetrieveMixin, UpdateMixin
 from workspace.models import ActivityLog
 from workspace.services import secret_mask
@@ -234,7 +234,7 @@ def runs_page_response(view, batch_export: BatchExport):
     )
     for row in page:
         row["batch_export"] = row.pop("batch_export_id")
-    return view.get_paginated_response(represent_rows(BatchExportRunSerializer(), page))
+    return view.get_paginated_response(represent_rows(representer(BatchExportRunSerializer), page))
 
 
 class BatchExportScopedMixin:
@@ -290,7 +290,7 @@ class BatchExportRunViewSet(BatchExportScopedMixin, ProjectScopedViewSet, ListMi
             raise self.not_found(BatchExportRun)
         self.check_object_permissions(request, BatchExportRun(pk=row["id"], batch_export=self.batch_export))
         row["batch_export"] = row.pop("batch_export_id")
-        return self.object_response(data=represent_rows(BatchExportRunSerializer(), [row])[0])
+        return self.object_response(data=represent_rows(representer(BatchExportRunSerializer), [row])[0])
 
     @extend_schema(
         parameters=[PROJECT_ID, BATCH_EXPORT_ID, RUN_ID],
