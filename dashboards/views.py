@@ -1,4 +1,5 @@
 from functools import cached_property
+from types import SimpleNamespace
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
@@ -171,14 +172,14 @@ class DashboardViewSet(
         )
         if row is None:
             raise self.not_found(Dashboard)
-        # What the object permissions read of a dashboard.
-        stand_in = Dashboard(
+        # What the object permissions read of a dashboard (a model instance costs ~30 us to build).
+        stand_in = SimpleNamespace(
             pk=row["id"],
             project=self.project,
             created_by_id=row["created_by_id"],
             restriction_level=row["restriction_level"],
+            caller_is_collaborator=row["caller_is_collaborator"],
         )
-        stand_in.caller_is_collaborator = row["caller_is_collaborator"]
         self.check_object_permissions(request, stand_in)
         return self.object_response(data=self.get_serializer().represent_detail(row, tiles))
 
