@@ -22,6 +22,7 @@ floor of this stack measured in the same run.
     make bench                                  # full scale, about 7 minutes on 2 cores
     make bench BENCH_ARGS="--scale 0.1 --duration 3"
     .venv/bin/python benchmarks/run.py --reuse  # keep the seeded database of the last run with the same scale
+    .venv/bin/python benchmarks/run.py --reuse --only "detail,users" --workers 2 --threads 1  # another layout
 """
 
 import argparse
@@ -46,7 +47,7 @@ sys.path.insert(0, str(ROOT))
 
 DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/workspace_bench"
 CONNECTIONS = 8
-WORKERS = 2
+WORKERS = 2  # gunicorn workers of the service and the floor alike, unless --workers says otherwise
 LIST_TARGET = 2.0  # a list page at most this many times slower (rps) than the floor's dashboards page
 READ_TARGET = 4.0  # a single-object read at most this many times slower than the auth-only floor
 DEEP_TARGET = 1.3  # the dashboards page at a deep offset at most this many times slower than at offset 0
@@ -103,7 +104,15 @@ def main() -> int:
         "--rounds", type=int, default=3, help="the duration split into this many rounds, alternating with the floor"
     )
     parser.add_argument("--reuse", action="store_true", help="keep the database of the last run if it has data")
-    parser.add_argument("--only", default="", help="comma-separated words: run only endpoints whose name has one")
+    parser.add_argument(
+        "--only",
+        default="",
+        help="comma-separated words: run only endpoints whose name has one (and ingest only if a word is in 'ingest')",
+    )
+    parser.add_argument("--workers", type=int, default=WORKERS, help="gunicorn workers, for the service and the floor")
+    parser.add_argument(
+        "--threads", type=int, default=None, help="threads per worker, for both (default: gunicorn.conf.py's)"
+    )
     parser.add_argument("--ingest-batches", type=int, default=1_200, help="/batch/ posts of 100 events to time")
     parser.add_argument("--ingest-senders", type=int, default=16, help="client threads posting batches")
     args = parser.parse_args()
@@ -115,7 +124,7 @@ def main() -> int:
     started = time.monotonic()
     driver = ensure_wrk()
     scratch = Path(tempfile.mkdtemp(prefix="workspace-bench-"))
-    environment = service_environment(database_url, scratch)
+    environment = service_environment(database_url, scratch, workers=args.workers, threads=args.threads)
     (scratch / "static").mkdir()
     os.environ.update(environment)
     os.environ["DATABASE_STATEMENT_TIMEOUT_MS"] = "0"  # seeding a million events takes longer than a request may
@@ -146,8 +155,8 @@ def main() -> int:
     else:
         print("reusing the seeded database")
     endpoints = endpoint_list(fixtures)
-    if args.only:
-        words = [word.strip() for word in args.only.split(",") if word.strip()]
+    words = [word.strip() for word in args.only.split(",") if word.strip()]
+    if words:
         endpoints = [endpoint for endpoint in endpoints if any(word in endpoint.name for word in words)]
     queries = count_queries(endpoints, fixtures["key"])
 
@@ -186,7 +195,11 @@ def main() -> int:
             result.queries, result.writes = queries.get(endpoint.name, (None, None))
             results[endpoint.name] = result
             failures += bool(result.errors or result.statuses)
-        ingest_report = ingest(service.url, fixtures, batches=args.ingest_batches, senders=args.ingest_senders)
+        ingest_report = None
+        if not words or any(word in "ingest" for word in words):
+            ingest_report = ingest(
+                service.url, fixtures, batches=args.ingest_batches, senders=args.ingest_senders, workers=args.workers
+            )
     finally:
         service.stop()
         floor.stop()
@@ -222,7 +235,7 @@ def ensure_wrk() -> str:
     return "python"
 
 
-def service_environment(database_url: str, scratch: Path) -> dict[str, str]:
+def service_environment(database_url: str, scratch: Path, *, workers: int, threads: int | None) -> dict[str, str]:
     """What the service, the floor and this process run with: production settings, generous rate limits."""
     environment = {
         "DJANGO_SETTINGS_MODULE": "workspace.settings",
@@ -240,13 +253,15 @@ def service_environment(database_url: str, scratch: Path) -> dict[str, str]:
         "CACHE_KEY_PREFIX": f"bench-{os.getpid()}",
         "LOG_LEVEL": "WARNING",
         "GUNICORN_LOG_LEVEL": "warning",
-        "GUNICORN_WORKERS": str(WORKERS),
+        "GUNICORN_WORKERS": str(workers),
         # No worker replaced mid-measurement: a replaced worker closes its kept-alive connections (wrk counts socket
         # errors) and the new one starts cold. Production replaces them every 10,000 requests (gunicorn.conf.py).
         "GUNICORN_MAX_REQUESTS": "0",
         "HOST": "127.0.0.1",
         "PYTHONUNBUFFERED": "1",
     }
+    if threads is not None:
+        environment["GUNICORN_THREADS"] = str(threads)
     return environment
 
 
@@ -650,11 +665,13 @@ def drive_python(base, paths, key, seconds, method, body) -> Result:
 
 
 def report(endpoints, results, floors, deep, ingest_report, driver, args, elapsed) -> int:
+    threads = "" if args.threads is None else f", {args.threads} thread{'s' if args.threads != 1 else ''} each"
     print()
     print(
-        f"PostgreSQL, scale {args.scale:g}; gunicorn.conf.py with {WORKERS} workers; {driver}, {CONNECTIONS} "
-        f"kept-alive connections, {args.duration:g} s per endpoint in {args.rounds} rounds alternating with its floor; "
-        "ratio = the median of the rounds' floor rps / service rps; on a shared machine figures vary between runs"
+        f"PostgreSQL, scale {args.scale:g}; gunicorn.conf.py with {args.workers} workers{threads}; {driver}, "
+        f"{CONNECTIONS} kept-alive connections, {args.duration:g} s per endpoint in {args.rounds} rounds alternating "
+        "with its floor; ratio = the median of the rounds' floor rps / service rps; on a shared machine figures vary "
+        "between runs"
     )
     header = (
         f"{'endpoint':<30} {'rps':>7} {'p50 ms':>7} {'p95 ms':>7} {'p99 ms':>7} {'cpu ms':>6} {'queries':>7} "
@@ -730,7 +747,7 @@ def report(endpoints, results, floors, deep, ingest_report, driver, args, elapse
 # --- ingest ------------------------------------------------------------------------------------------------------
 
 
-def ingest(url: str, fixtures: dict, *, batches: int, senders: int) -> dict | None:
+def ingest(url: str, fixtures: dict, *, batches: int, senders: int, workers: int) -> dict | None:
     """The ingest row: events/s through /batch/ on the running service, beside the floor of writing the same events
     straight into the table (COPY, one batch per transaction, from as many connections at once as there are senders).
 
@@ -783,7 +800,7 @@ def ingest(url: str, fixtures: dict, *, batches: int, senders: int) -> dict | No
             single_seconds += write_floor(project_id, chunk, writers=1)
     events = batches * INGEST_BATCH_SIZE
     stored = EventUUID.objects.filter(project_id=project_id).count() - stored_before - len(warm_up) * INGEST_BATCH_SIZE
-    label = f"/batch/ ({INGEST_BATCH_SIZE} events a post, {WORKERS} workers, {senders} senders)"
+    label = f"/batch/ ({INGEST_BATCH_SIZE} events a post, {workers} workers, {senders} senders)"
     if set(statuses) != {200} or stored != events:
         return {
             "failed": 1,
