@@ -136,6 +136,15 @@ class BaseViewSet(viewsets.GenericViewSet):
         """The 404 of an object that is not there (or not the caller's), worded as get_object_or_404 words it."""
         return Http404(f"No {model._meta.object_name} matches the given query.")
 
+    def check_input_permissions(self, data, instance=None) -> None:
+        """Ask each permission that judges what a write asks for (`has_input_permission(request, view, data, obj)`,
+        `data` the serializer's validated input, `obj` the object or None on create) once the input is valid: bad
+        input is a 400 naming its field before any rule about its value is a 403. Permissions never read the body."""
+        for permission in self.get_permissions():
+            judge = getattr(permission, "has_input_permission", None)
+            if judge is not None and not judge(self.request, self, data, instance):
+                self.permission_denied(self.request, message=getattr(permission, "message", None))
+
     def lock_for_write(self) -> None:
         """Take locks a write needs before its object's own (a parent row whose children share a rule)."""
 
@@ -241,6 +250,7 @@ class CreateMixin:
     def create(self, request, *args, **kwargs):
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
+        self.check_input_permissions(serializer.validated_data)
         return self.created_response(self.create_object(serializer.validated_data))
 
 
@@ -259,6 +269,7 @@ class UpdateMixin:
         instance = self.get_object()
         serializer = self.get_serializer(instance, data=request.data, partial=partial)
         serializer.is_valid(raise_exception=True)
+        self.check_input_permissions(serializer.validated_data, instance)
         changes = changed_fields(instance, serializer.validated_data)
         return self.write_object(instance, lambda obj: self.update_object(obj, changes) if changes else obj)
 
