@@ -6,6 +6,12 @@ the least work the service's answers need.
   returns the page's rows with their creator, tags, sharing state, the caller's right to edit them and the total
   count; rendered with orjson.
 - `GET /auth/`: the key lookup and a tiny JSON answer, the floor of a single-object read.
+- `PATCH /api/projects/<id>/dashboards/<id>/`: the least a dashboard edit must do, in one transaction: lock the
+  dashboard's row (a dashboard of that project, in an organization the caller belongs to, that the caller may edit),
+  update the fields the JSON body changes (`name`, `description`), insert the activity-log entry the service records
+  for it (who, with which key, before and after), commit; it answers the id and the changed fields. The service's
+  PATCH does this and more (its representation with tags and tiles, the ETag), so the floor bounds what it could
+  reach, as the page does for the lists.
 
 No Django, no middleware, no throttles, no serializers: the database driver (psycopg, with the client-side
 parameter binding Django uses) and the JSON encoder are all it shares with the service. JIT is off for its
@@ -23,8 +29,11 @@ import orjson
 import psycopg
 
 DASHBOARDS = re.compile(r"^/api/projects/(\d+)/dashboards/?$")
+DASHBOARD = re.compile(r"^/api/projects/(\d+)/dashboards/(\d+)/?$")
+# The key's mask comes with the lookup (one more column of the same row): the write floor's activity entry names it.
 KEY_QUERY = """
-    SELECT k.user_id, k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now()) AND u.is_active
+    SELECT k.user_id, k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now()) AND u.is_active,
+           k.mask_value
     FROM apikeys_personalapikey k JOIN workspace_user u ON u.id = k.user_id
     WHERE k.secure_value = %s
 """
@@ -56,6 +65,34 @@ PAGE_QUERY = """
     ORDER BY page.pinned DESC, page.name, page.id
 """
 
+# The write floor. The row is locked with its project's organization and the caller's right to edit it (the
+# page's rule: everyone in the project may edit, or the creator, an admin, a collaborator); OF d locks the
+# dashboard's row only, as the service's select_for_update(of=("self",)) does. A soft-deleted dashboard is found:
+# the service's PATCH may restore one.
+LOCK_QUERY = """
+    SELECT d.name, d.description, p.organization_id,
+           d.restriction_level = 21 OR d.created_by_id = %(user)s OR m.level >= 8
+               OR EXISTS (SELECT 1 FROM dashboards_dashboardcollaborator c
+                          WHERE c.dashboard_id = d.id AND c.user_id = %(user)s)
+    FROM dashboards_dashboard d
+    JOIN organizations_project p ON p.id = d.project_id
+    JOIN organizations_membership m ON m.organization_id = p.organization_id AND m.user_id = %(user)s
+    WHERE d.id = %(dashboard)s AND d.project_id = %(project)s
+    FOR UPDATE OF d
+"""
+# The fields a PATCH may change here, with their columns' lengths (None: text), and the statements that set them.
+EDITABLE = {"name": 400, "description": None}
+UPDATES = {
+    fields: f"UPDATE dashboards_dashboard SET {', '.join(f'{name} = %({name})s' for name in fields)} "
+    "WHERE id = %(dashboard)s"
+    for fields in (("name",), ("description",), ("name", "description"))
+}
+ACTIVITY_INSERT = """
+    INSERT INTO workspace_activitylog
+        (created_at, user_id, api_key_mask, organization_id, project_id, scope, item_id, activity, detail)
+    VALUES (now(), %s, %s, %s, %s, 'Dashboard', %s, 'updated', %s)
+"""
+
 _local = threading.local()
 
 
@@ -82,13 +119,14 @@ def timestamp(value) -> str:
     return text[:-6] + "Z" if text.endswith("+00:00") else text
 
 
-def authenticate(environ, cur) -> int | None:
+def authenticate(environ, cur) -> tuple[int, str] | None:
+    """The key's user id and mask, or None for a missing, unknown, revoked or expired key."""
     header = environ.get("HTTP_AUTHORIZATION", "")
     if not header.startswith("Bearer "):
         return None
     cur.execute(KEY_QUERY, [hashlib.sha256(header[7:].encode()).hexdigest()])
     row = cur.fetchone()
-    return row[0] if row and row[1] else None
+    return (row[0], row[2]) if row and row[1] else None
 
 
 def page_url(environ, query: dict, limit: int, offset: int | None) -> str:
@@ -148,18 +186,62 @@ def dashboards_page(environ, start_response, cur, user_id: int, project_id: int)
     return respond(start_response, "200 OK", body)
 
 
+def dashboard_patch(environ, start_response, cur, caller: tuple[int, str], project_id: int, dashboard_id: int):
+    """Lock, update, record and commit in one transaction; a change to nothing writes nothing, as in the service."""
+    try:
+        body = orjson.loads(environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0)))
+    except (orjson.JSONDecodeError, ValueError):
+        return respond(start_response, "400 Bad Request", b'{"detail":"JSON parse error."}')
+    if not isinstance(body, dict):
+        return respond(start_response, "400 Bad Request", b'{"detail":"Expected an object."}')
+    asked = {name: body[name] for name in EDITABLE if name in body}
+    for name, value in asked.items():
+        if not isinstance(value, str) or (EDITABLE[name] is not None and len(value) > EDITABLE[name]):
+            return respond(start_response, "400 Bad Request", orjson.dumps({name: ["Not a valid string."]}))
+    user_id, key_mask = caller
+    with cur.connection.transaction():
+        cur.execute(LOCK_QUERY, {"user": user_id, "project": project_id, "dashboard": dashboard_id})
+        row = cur.fetchone()
+        if row is None:
+            return respond(start_response, "404 Not Found", b'{"detail":"Not found."}')
+        name, description, organization_id, may_edit = row
+        if not may_edit:
+            return respond(start_response, "403 Forbidden", b'{"detail":"You may not edit this dashboard."}')
+        current = {"name": name, "description": description}
+        changed = {field: value for field, value in asked.items() if current[field] != value}
+        if changed:
+            cur.execute(
+                UPDATES[tuple(field for field in EDITABLE if field in changed)], {**changed, "dashboard": dashboard_id}
+            )
+            detail = {
+                "name": changed.get("name", name),
+                "before": {field: current[field] for field in changed},
+                "after": changed,
+            }
+            cur.execute(
+                ACTIVITY_INSERT,
+                [user_id, key_mask, organization_id, project_id, str(dashboard_id), orjson.dumps(detail).decode()],
+            )
+    return respond(start_response, "200 OK", orjson.dumps({"id": dashboard_id, **asked}))
+
+
 def application(environ, start_response):
     path = environ.get("PATH_INFO", "")
+    method = environ.get("REQUEST_METHOD", "GET")
     try:
         with cursor() as cur:
-            user_id = authenticate(environ, cur)
-            if user_id is None:
+            caller = authenticate(environ, cur)
+            if caller is None:
                 return respond(start_response, "401 Unauthorized", b'{"detail":"Invalid API key."}')
+            user_id = caller[0]
             if path == "/auth/":
                 return respond(start_response, "200 OK", orjson.dumps({"id": user_id, "authenticated": True}))
             match = DASHBOARDS.match(path)
             if match:
                 return dashboards_page(environ, start_response, cur, user_id, int(match[1]))
+            match = DASHBOARD.match(path)
+            if match and method == "PATCH":
+                return dashboard_patch(environ, start_response, cur, caller, int(match[1]), int(match[2]))
     except psycopg.OperationalError:
         _local.connection = None
         raise

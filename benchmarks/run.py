@@ -15,7 +15,9 @@ floor of this stack measured in the same run.
 6. Prints per endpoint rps, p50/p95/p99, the workers' CPU ms per request, queries per request, the floor it is set
    beside and the ratio floor rps / service rps (the median of the rounds' ratios), with its target; lists at limit
    100 are set beside the dashboards page floor (at the same offset for the deep page), single-object reads and
-   short lists (a page of fewer than 100 rows) beside the auth-only floor. The last line is the worst list ratio.
+   short lists (a page of fewer than 100 rows) beside the auth-only floor, the dashboard PATCH beside the write floor
+   (the same PATCH on as many dashboards seeded alike: the row locked, updated and its activity entry recorded in one
+   transaction), the other writes beside the auth-only floor without a target. The last line is the worst list ratio.
    Targets are printed, not enforced: the machine is shared and the figures are noisy. The exit status is 1 only
    when something failed (errors, non-2xx answers, a floor page that differs from the service's).
 
@@ -51,6 +53,7 @@ WORKERS = 2  # gunicorn workers of the service and the floor alike, unless --wor
 LIST_TARGET = 2.0  # a list page at most this many times slower (rps) than the floor's dashboards page
 READ_TARGET = 4.0  # a single-object read at most this many times slower than the auth-only floor
 DEEP_TARGET = 1.3  # the dashboards page at a deep offset at most this many times slower than at offset 0
+WRITE_TARGET = 5.0  # the dashboard PATCH at most this many times slower than the write floor's
 P99_TARGET_MS = 100.0  # every read
 # Ingest on PostgreSQL: events stored per second through /batch/ with 2 workers, and at most this many times
 # slower than writing the same events straight into the table.
@@ -66,14 +69,29 @@ SECRET_KEY = "bench-only-secret-key-0123456789abcdefghijklmnopqrstuvwxyz-0123456
 class Endpoint:
     name: str
     paths: list[str]
-    kind: str  # "list" (page floor), "short list" and "read" (auth floor), "write" (auth floor, no target)
+    # "list" (page floor), "short list" and "read" (auth floor), "write" (write floor; auth floor and no target for
+    # the writes that are not a dashboard edit)
+    kind: str
     method: str = "GET"
     body: str | None = None
-    floor: str = "page"  # which floor: "page", "deep page" or "auth"
+    floor: str = "page"  # which floor: "page", "deep page", "auth" or "write"
 
     @property
     def target(self) -> float | None:
+        if self.kind == "write":
+            return WRITE_TARGET if self.floor == "write" else None
         return {"list": LIST_TARGET, "short list": READ_TARGET, "read": READ_TARGET}.get(self.kind)
+
+
+@dataclass
+class Floor:
+    """What the floor app is driven with beside an endpoint: its paths (in turn), method and body. The write floor is
+    driven as the PATCH it is set beside is, with the same body over as many rows, so that both do the same work."""
+
+    paths: list[str]
+    queries: int  # SQL statements of one request, counted as the service's are (a transaction's BEGIN and COMMIT too)
+    method: str = "GET"
+    body: str | None = None
 
 
 @dataclass
@@ -163,13 +181,9 @@ def main() -> int:
 
     failures = 0
     results: dict[str, Result] = {}
-    floors: dict[str, list[Result]] = {"page": [], "deep page": [], "auth": []}
     deep = deep_offset(fixtures)
-    floor_paths = {
-        "page": f"/api/projects/{fixtures['project_id']}/dashboards/?limit=100",
-        "deep page": f"/api/projects/{fixtures['project_id']}/dashboards/?limit=100&offset={deep}",
-        "auth": "/auth/",
-    }
+    floor_requests = floor_list(fixtures)
+    floors: dict[str, list[Result]] = {name: [] for name in floor_requests}
     service = start(["scripts/serve.sh"], environment, scratch / "service.log")
     floor = start(
         [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", "benchmarks.floor:application"],
@@ -177,15 +191,17 @@ def main() -> int:
         scratch / "floor.log",
     )
     try:
-        failures += compare_pages(service, floor, fixtures["key"], [floor_paths["page"], floor_paths["deep page"]])
+        pages = [floor_requests["page"].paths[0], floor_requests["deep page"].paths[0]]
+        failures += compare_pages(service, floor, fixtures["key"], pages)
 
-        for path in floor_paths.values():
-            drive(driver, floor, [path], fixtures["key"], 1.0)  # warm-up
+        for floor_request in floor_requests.values():
+            if floor_request.method == "GET":  # as for the service, reads only
+                drive(driver, floor, floor_request.paths, fixtures["key"], 1.0)  # warm-up
         for endpoint in endpoints:
             if endpoint.method == "GET":
                 drive(driver, service, endpoint.paths, fixtures["key"], 1.0)  # warm-up
             result, paired = beside_floor(
-                driver, service, floor, endpoint, floor_paths[endpoint.floor], fixtures["key"], args
+                driver, service, floor, endpoint, floor_requests[endpoint.floor], fixtures["key"], args
             )
             floors[endpoint.floor].extend(paired)
             if result.requests < 5 * CONNECTIONS:  # too slow for percentiles in that time: once more, for longer
@@ -208,7 +224,9 @@ def main() -> int:
         if running.returncode not in (0, -signal.SIGTERM, None):
             print(f"{running.name} exited with {running.returncode}; its log: {running.log_path}")
 
-    failures += report(endpoints, results, floors, deep, ingest_report, driver, args, time.monotonic() - started)
+    failures += report(
+        endpoints, results, floors, floor_requests, deep, ingest_report, driver, args, time.monotonic() - started
+    )
     if not failures:
         shutil.rmtree(scratch, ignore_errors=True)
     else:
@@ -296,10 +314,11 @@ def analyze() -> None:
     """VACUUM ANALYZE the database, as autovacuum would soon after bulk inserts: planner statistics, and the
     visibility map without which no index-only scan (a list's count, a page's ids) skips the table's rows.
 
-    Also before a run that reuses the database: the last run's writes (a hundred dashboards edited, invites, backfills)
-    left pages out of the visibility map, and the lists' index-only scans fetched those rows from the table (146 heap
-    fetches for the dashboards page at offset 9,900). With so few dead rows VACUUM would skip the indexes and leave
-    those pages out still; INDEX_CLEANUP ON has it clean them, so that every run reads the tables as seeded."""
+    Also before a run that reuses the database: the last run's writes (two hundred dashboards edited by the service
+    and the write floor, invites, backfills) left pages out of the visibility map, and the lists' index-only scans
+    fetched those rows from the table (146 heap fetches for the dashboards page at offset 9,900). With so few dead
+    rows VACUUM would skip the indexes and leave those pages out still; INDEX_CLEANUP ON has it clean them, so that
+    every run reads the tables as seeded."""
     from django.db import connection
 
     with connection.cursor() as cursor:
@@ -341,12 +360,44 @@ def deep_offset(fixtures: dict) -> int:
     return max(0, len(fixtures["dashboard_ids"]) - 100)
 
 
+def edited_dashboards(fixtures: dict) -> tuple[list[int], list[int]]:
+    """The dashboards the service's PATCH edits, and as many others for the write floor's: two runs of up to 100
+    after the first dashboard (which the detail read reads), seeded alike (one in ten restricted to collaborators,
+    one in a hundred pinned, the same tags and tiles).
+
+    Separate rows, so that neither finds the other's dead row versions on its rows' pages; as many, and driven the
+    same way (the paths in turn, wrk's two threads each going through them from the first), so that two requests
+    meet on one row's lock as often in the floor as in the service."""
+    ids = fixtures["dashboard_ids"]
+    count = min(100, (len(ids) - 1) // 2)
+    return ids[1 : 1 + count], ids[1 + count : 1 + 2 * count]
+
+
+# The dashboard PATCH's body, for the service and the write floor alike: each request changes the description.
+DASHBOARD_PATCH_BODY = json.dumps({"description": "Edited {n} times."})
+
+
+def floor_list(fixtures: dict) -> dict[str, Floor]:
+    """The floors, by name: the dashboards page (at offset 0 and at the deep offset), the auth-only answer and the
+    write floor (a dashboard PATCH that locks, updates, records its activity entry and commits)."""
+    project = f"/api/projects/{fixtures['project_id']}"
+    _, floor_edited = edited_dashboards(fixtures)
+    return {
+        "page": Floor([f"{project}/dashboards/?limit=100"], queries=2),
+        "deep page": Floor([f"{project}/dashboards/?limit=100&offset={deep_offset(fixtures)}"], queries=2),
+        "auth": Floor(["/auth/"], queries=1),
+        "write": Floor(
+            [f"{project}/dashboards/{pk}/" for pk in floor_edited], queries=6, method="PATCH", body=DASHBOARD_PATCH_BODY
+        ),
+    }
+
+
 def endpoint_list(fixtures: dict) -> list[Endpoint]:
     organization = f"/api/organizations/{fixtures['organization_id']}"
     project = f"/api/projects/{fixtures['project_id']}"
     export = f"{project}/batch_exports/{fixtures['batch_export_id']}"
     page = "?limit=100"
-    edited = [f"{project}/dashboards/{pk}/" for pk in fixtures["dashboard_ids"][1:101]]
+    edited = [f"{project}/dashboards/{pk}/" for pk in edited_dashboards(fixtures)[0]]
     backfilled = [f"{project}/batch_exports/{pk}/backfills/" for pk in fixtures["batch_export_ids"][1:101]]
     start = (dt.datetime.now(dt.UTC) - dt.timedelta(days=30)).replace(minute=0, second=0, microsecond=0)
     backfill = {"start_at": start.isoformat(), "end_at": (start + dt.timedelta(hours=1)).isoformat()}
@@ -374,7 +425,11 @@ def endpoint_list(fixtures: dict) -> list[Endpoint]:
         Endpoint("dashboard detail", [f"{project}/dashboards/{fixtures['dashboard_id']}/"], "read", floor="auth"),
         Endpoint("insight detail", [f"{project}/insights/{fixtures['insight_id']}/"], "read", floor="auth"),
         Endpoint("users/@me", ["/api/users/@me/"], "read", floor="auth"),
-        Endpoint("dashboard PATCH", edited, "write", "PATCH", json.dumps({"description": "Edited {n} times."}), "auth"),
+        Endpoint("dashboard PATCH", edited, "write", "PATCH", DASHBOARD_PATCH_BODY, "write"),
+        # An invite create and a backfill stay beside the auth-only floor, without a target: the write floor is a
+        # dashboard edit (one locked row updated, one activity entry), and an invite create (the organization's row
+        # locked, a member check, the earlier pending invite replaced, the email) or a backfill (its row and its
+        # runs, its workflow started) is other work, which a ratio to that floor would pass off as overhead.
         Endpoint(
             "invite create",
             [f"{organization}/invites/"],
@@ -516,7 +571,7 @@ def drive(
     return result
 
 
-def beside_floor(driver, service, floor, endpoint, floor_path, key, args) -> tuple[Result, list[Result]]:
+def beside_floor(driver, service, floor, endpoint, floor_request, key, args) -> tuple[Result, list[Result]]:
     """The endpoint and its floor in alternating rounds (floor first, then service first, ...), so that a change in
     the machine's load weighs on both alike; the ratio is the median of the rounds' ratios, which one slow second
     does not move.
@@ -527,7 +582,7 @@ def beside_floor(driver, service, floor, endpoint, floor_path, key, args) -> tup
     served, floors = [], []
     for number in range(max(1, args.rounds)):
         turns = [
-            (floors, floor, [floor_path], "GET", None),
+            (floors, floor, floor_request.paths, floor_request.method, floor_request.body),
             (served, service, endpoint.paths, endpoint.method, endpoint.body),
         ]
         for runs, server, paths, method, body in turns[:: -1 if number % 2 else 1]:
@@ -670,7 +725,7 @@ def drive_python(base, paths, key, seconds, method, body) -> Result:
 # --- report ------------------------------------------------------------------------------------------------------
 
 
-def report(endpoints, results, floors, deep, ingest_report, driver, args, elapsed) -> int:
+def report(endpoints, results, floors, floor_requests, deep, ingest_report, driver, args, elapsed) -> int:
     threads = "" if args.threads is None else f", {args.threads} thread{'s' if args.threads != 1 else ''} each"
     print()
     print(
@@ -695,11 +750,11 @@ def report(endpoints, results, floors, deep, ingest_report, driver, args, elapse
 
         print(
             f"{'floor: ' + name:<30} {statistics.mean(rates):>7,.0f} {mean('p50'):>7.1f} {mean('p95'):>7.1f} "
-            f"{mean('p99'):>7.1f} {mean('cpu_ms'):>6.2f} {1 if name == 'auth' else 2:>7} {'':>10} {'':>9} "
+            f"{mean('p99'):>7.1f} {mean('cpu_ms'):>6.2f} {floor_requests[name].queries:>7} {'':>10} {'':>9} "
             f"{'':>6} {'':>7}  "
             f"mean of {len(runs)} runs, {min(rates):,.0f} to {max(rates):,.0f}"
         )
-    worst_list, worst_read = None, None
+    worst_list, worst_read, worst_write = None, None, None
     for endpoint in endpoints:
         result = results.get(endpoint.name)
         if result is None:
@@ -720,6 +775,8 @@ def report(endpoints, results, floors, deep, ingest_report, driver, args, elapse
             worst_list = max(worst_list or 0, ratio)
         elif endpoint.kind in ("short list", "read"):
             worst_read = max(worst_read or 0, ratio)
+        elif target is not None:
+            worst_write = max(worst_write or 0, ratio)
         target_text = f"<={target:g}x" if target else "-"
         queries = "?" if result.queries is None else str(result.queries)
         print(
@@ -745,6 +802,8 @@ def report(endpoints, results, floors, deep, ingest_report, driver, args, elapse
             f"worst single-object read or short list ratio to the auth floor: {worst_read:.2f} "
             f"(target <= {READ_TARGET:g})"
         )
+    if worst_write is not None:
+        print(f"worst write ratio to the write floor: {worst_write:.2f} (target <= {WRITE_TARGET:g})")
     print(f"run time {elapsed / 60:.1f} min")
     print(f"worst list ratio to floor: {worst_list:.2f}" if worst_list is not None else "worst list ratio to floor: -")
     return failures
