@@ -1,13 +1,14 @@
 """Who may do what in an organization, declared on the viewsets (STYLE.md #22).
 
-A viewset names the membership level each action needs in `required_level`; object rules that depend on the
-member being changed or on the body (nobody changes their own level, nobody grants above their own) are
-`has_object_permission` / `has_permission` of the classes below. Serializers and services never check levels.
+A viewset names the membership level each action needs in `required_level`; rules about the member being changed
+are `has_object_permission` of the classes below, and rules about what a write asks for (nobody changes their own
+level, nobody grants above their own) are their `has_input_permission`, which judges the validated input once the
+serializer has accepted it: a level that is no level is a 400 naming `level`, not a 403 about its value. No class
+here reads the request body. Serializers and services never check levels.
 """
 
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 
-from apikeys.models import PersonalAPIKey
 from organizations.models import Membership
 
 LEVEL_NAMES = {
@@ -15,12 +16,6 @@ LEVEL_NAMES = {
     Membership.Level.ADMIN: "organization admins and owners",
     Membership.Level.OWNER: "organization owners",
 }
-
-
-def requested_level(data) -> int | None:
-    """The integer `level` of a request body, when there is one (anything else is for the serializer to refuse)."""
-    level = data.get("level") if isinstance(data, dict) else None
-    return level if isinstance(level, int) and not isinstance(level, bool) else None
 
 
 class MembershipLevelPermission(BasePermission):
@@ -54,25 +49,32 @@ class MembershipLevelPermission(BasePermission):
 class CanChangeMember(BasePermission):
     """Members change and remove each other by these rules (DECISIONS.md §4): anybody may leave; nobody changes
     their own level; otherwise admins and owners act on members at or below their own level, nobody grants a
-    level above their own, and only owners make owners. The last-owner rule is a 400 of the service."""
+    level above their own, and only owners make owners. The last-owner rule is a 400 of the service.
+
+    Who may act on whom is decided on the object; the new level only once it is a valid one (`has_input_permission`),
+    so that `{"level": 99}` is refused as an invalid level rather than as one above the caller's."""
 
     def has_object_permission(self, request, view, membership) -> bool:
-        if request.method in SAFE_METHODS:
+        if request.method in SAFE_METHODS or membership.user_id == request.user.pk:
             return True
         actor_level = view.membership_level
-        new_level = requested_level(request.data) if request.method in ("PATCH", "PUT") else None
-        if membership.user_id == request.user.pk:
-            if new_level is not None and new_level != membership.level:
-                self.message = "You can't change your own access level."
-                return False
-            return True
         if actor_level < Membership.Level.ADMIN:
             self.message = "Only organization admins and owners can change other members."
             return False
         if membership.level > actor_level:
             self.message = "You can only change members at or below your own level."
             return False
-        if new_level is not None and new_level > actor_level:
+        return True
+
+    def has_input_permission(self, request, view, data, membership) -> bool:
+        new_level = data.get("level")
+        if membership is None or new_level is None or new_level == membership.level:
+            return True
+        actor_level = view.membership_level
+        if membership.user_id == request.user.pk:
+            self.message = "You can't change your own access level."
+            return False
+        if new_level > actor_level:
             self.message = "You can't give a member a level above your own."
             return False
         if new_level == Membership.Level.OWNER and actor_level != Membership.Level.OWNER:
@@ -82,24 +84,22 @@ class CanChangeMember(BasePermission):
 
 
 class CanInviteAtLevel(BasePermission):
-    """Nobody invites someone at a level above their own (one invite object, or a list of them)."""
+    """Nobody invites someone at a level above their own. Judged on the validated invites (one, or the list of the
+    bulk action), so that a level that is no level is the serializer's 400 first."""
 
     message = "You can't invite someone at a level above your own."
 
-    def has_permission(self, request, view) -> bool:
-        if request.method != "POST":
-            return True
-        invites = request.data if isinstance(request.data, list) else [request.data]
-        levels = [requested_level(invite) for invite in invites]
-        return all(level is None or level <= view.membership_level for level in levels)
+    def has_input_permission(self, request, view, data, obj) -> bool:
+        invites = data if isinstance(data, list) else [data]
+        return all(invite.get("level", Membership.Level.MEMBER) <= view.membership_level for invite in invites)
 
 
 class KeyMayCreateOrganizations(BasePermission):
-    """A key limited to some organizations works inside them only, so it cannot create another."""
+    """A key limited to some organizations works inside them only, so it cannot create another. The limit is read
+    off whatever authenticated the request (`request.auth`), so this layer needs to know no kind of key."""
 
     message = "This API key is limited to specific organizations and cannot create organizations."
 
     def has_permission(self, request, view) -> bool:
-        key = request.auth
-        limited = isinstance(key, PersonalAPIKey) and bool(key.scoped_organizations)
+        limited = bool(getattr(request.auth, "scoped_organizations", None))
         return not (limited and getattr(view, "action", None) == "create")

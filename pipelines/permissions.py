@@ -8,7 +8,10 @@ Access = Organization.PluginsAccessLevel
 
 
 class PluginsAccessPermission(BasePermission):
-    """Reading plugins needs "config" (3), changing them "install" (6), and making one global (or not) "root" (9)."""
+    """Reading plugins needs "config" (3), changing them "install" (6), and making one global (or not) "root" (9).
+
+    The last rule is about what a write asks for, so it judges the validated `is_global` (`has_input_permission`):
+    a value that is no boolean is the serializer's 400 naming the field, never a 403 about it."""
 
     def has_permission(self, request, view) -> bool:
         level = view.organization.plugins_access_level
@@ -16,22 +19,12 @@ class PluginsAccessPermission(BasePermission):
             self.message = "This organization's plugin access level does not allow plugins."
             return level >= Access.CONFIG
         self.message = "This organization's plugin access level does not allow changing plugins."
-        if level < Access.INSTALL:
-            return False
-        if view.action == "create" and self.sets_global(request, current=False):
-            return self.allows_global(level)
-        return True
+        return level >= Access.INSTALL
 
-    def has_object_permission(self, request, view, plugin) -> bool:
-        if request.method in ("PATCH", "PUT") and self.sets_global(request, current=plugin.is_global):
-            return self.allows_global(view.organization.plugins_access_level)
-        return True
-
-    @staticmethod
-    def sets_global(request, *, current: bool) -> bool:
-        wanted = request.data.get("is_global") if isinstance(request.data, dict) else None
-        return isinstance(wanted, bool) and wanted != current
-
-    def allows_global(self, level: int) -> bool:
+    def has_input_permission(self, request, view, data, plugin) -> bool:
+        wanted = data.get("is_global")
+        current = plugin.is_global if plugin is not None else False
+        if wanted is None or wanted == current:
+            return True
         self.message = "Only organizations with the root plugin access level can make a plugin global or not."
-        return level >= Access.ROOT
+        return view.organization.plugins_access_level >= Access.ROOT

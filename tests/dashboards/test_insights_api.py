@@ -520,11 +520,13 @@ class TestDashboards:
         assert response.status_code == 200
         assert response.json()["dashboards"] == [restricted.pk]
 
-    def test_a_403_comes_before_a_400(self, key_client, project, other_project, bob, insight, restricted):
+    def test_a_400_comes_before_a_403(self, key_client, project, other_project, bob, insight, restricted):
+        # Edit rights on the dashboards an insight is added to are judged on the validated input only.
         foreign = DashboardFactory(project=other_project)
 
         response = key_client("insight:write", user=bob).patch(
             insights_url(project, insight), {"dashboards": [foreign.pk, restricted.pk], "query": 1}, format="json"
         )
 
-        assert response.status_code == 403
+        assert response.status_code == 400
+        assert not DashboardTile.objects.filter(dashboard=restricted).exists()
