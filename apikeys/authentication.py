@@ -1,8 +1,6 @@
 from time import monotonic
 
-from django.contrib.auth import get_user_model
 from django.core.cache import cache
-from django.db import connections, router
 from django.utils.translation import gettext_lazy as _
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import exceptions
@@ -10,7 +8,6 @@ from rest_framework.authentication import BaseAuthentication, get_authorization_
 
 from apikeys.models import PersonalAPIKey
 from apikeys.services import api_key_touch, hash_key, is_well_formed
-from workspace.api.rows import ModelColumns, prepared_cursor
 from workspace.api.throttling import FailedAuthenticationThrottle
 
 # A key that authenticated recently passes the failed-authentication throttle of its address: someone else
@@ -21,10 +18,6 @@ VERIFIED_KEY_SECONDS = 3600
 VERIFIED_HERE_SECONDS = 300
 VERIFIED_HERE_MAX = 10_000
 _verified_here: dict[str, float] = {}
-
-
-KEY_COLUMNS = ModelColumns(PersonalAPIKey, "k")
-USER_COLUMNS = ModelColumns(get_user_model(), "u")
 
 
 def verified_key_marker(key: str) -> str:
@@ -51,12 +44,8 @@ class PersonalAPIKeyAuthentication(BaseAuthentication):
     Failures are counted per client address; over `API_AUTH_FAILURE_RATE` the address gets 429 before any
     query, except with a key that authenticated within the last hour.
 
-    The key and its user are read in one hand-written query (no queryset to compile on every request). A view may
-    add rows of its own to that query, so that what every request of it needs about the caller (its membership of
-    the organization the route names) costs no second round trip: it offers `key_query_companion()`, returning None
-    or an object with `sql(connection) -> (select, joins, params)`, whose columns are appended to the key's and
-    whose LEFT JOINs may use the aliases `k` (the key) and `u` (its user), and `load(values, user, key, connection)`,
-    which receives those columns of the row once the key is known to be good.
+    It finds the key and its user, in one query, and nothing else: what the caller may see is decided by tenancy
+    (organizations.tenancy), the same way for a key and for a session.
     """
 
     keyword = "Bearer"
@@ -81,7 +70,7 @@ class PersonalAPIKeyAuthentication(BaseAuthentication):
                 raise exceptions.AuthenticationFailed(
                     _("Invalid Authorization header. Use 'Bearer <key>'.") if len(header) != 2 else self.failure_message
                 )
-            user, api_key = self.authenticate_credentials(key, companion=self.companion_of(request))
+            user, api_key = self.authenticate_credentials(key)
         except exceptions.AuthenticationFailed:
             failures.record_failure(request)
             raise
@@ -91,39 +80,14 @@ class PersonalAPIKeyAuthentication(BaseAuthentication):
             _remember_verified(marker)
         return user, api_key
 
-    @staticmethod
-    def companion_of(request):
-        view = (getattr(request, "parser_context", None) or {}).get("view")
-        offer = getattr(view, "key_query_companion", None)
-        return offer() if offer is not None else None
-
-    def authenticate_credentials(self, key: str, companion=None):
+    def authenticate_credentials(self, key: str):
         if not is_well_formed(key):
             raise exceptions.AuthenticationFailed(self.failure_message)
-        connection = connections[router.db_for_read(PersonalAPIKey)]
-        select, joins, params = companion.sql(connection) if companion is not None else ("", "", [])
-        quote = connection.ops.quote_name
-        columns = f"{KEY_COLUMNS.select(connection)}, {USER_COLUMNS.select(connection)}"
-        sql = (
-            f"SELECT {columns}{', ' + select if select else ''}"
-            f" FROM {quote(KEY_COLUMNS.table)} k INNER JOIN {quote(USER_COLUMNS.table)} u"
-            f" ON u.{quote(USER_COLUMNS.model._meta.pk.column)} = {KEY_COLUMNS.column('user', connection)}"
-            f" {joins} WHERE {KEY_COLUMNS.column('secure_value', connection)} = %s"
-        )
-        with prepared_cursor(connection) as cursor:  # planned once per connection and query companion
-            cursor.execute(sql, [*params, hash_key(key)])
-            row = cursor.fetchone()
-        if row is None:
-            raise exceptions.AuthenticationFailed(self.failure_message)
-        api_key = KEY_COLUMNS.load(row[: len(KEY_COLUMNS)], connection)
-        user = USER_COLUMNS.load(row[len(KEY_COLUMNS) : len(KEY_COLUMNS) + len(USER_COLUMNS)], connection)
-        api_key.user = user
-        if not api_key.is_active or not user.is_active:
+        api_key = PersonalAPIKey.objects.select_related("user").filter(secure_value=hash_key(key)).first()
+        if api_key is None or not api_key.is_active or not api_key.user.is_active:
             raise exceptions.AuthenticationFailed(self.failure_message)
         api_key_touch(key=api_key)
-        if companion is not None:
-            companion.load(row[len(KEY_COLUMNS) + len(USER_COLUMNS) :], user, api_key, connection)
-        return user, api_key
+        return api_key.user, api_key
 
     def authenticate_header(self, request):
         return self.keyword

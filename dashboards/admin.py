@@ -14,7 +14,7 @@ from dashboards.models import (
 )
 from dashboards.services import dashboard_update, insight_update, text_update
 from workspace.admin import RecordedInlineMixin, RecordedModelAdmin
-from workspace.api.viewsets import VOLATILE_FIELDS
+from workspace.services import VOLATILE_FIELDS
 
 # The entry names the operator; the modifier moving with the change is not a change of its own (the admin records
 # a record's columns, so the column name too).

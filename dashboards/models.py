@@ -22,8 +22,9 @@ class RestrictionLevel(models.IntegerChoices):
 
 class DashboardQuerySet(models.QuerySet):
     def for_caller(self, user) -> "DashboardQuerySet":
-        """Everything a response needs in the same query: creator, sharing state and the caller's collaboration."""
-        return self.select_related("created_by").annotate(
+        """What a dashboard's representation reads besides its rows: its sharing state and whether `user` is one of
+        its collaborators (which decides what they may do with it)."""
+        return self.annotate(
             is_shared=Exists(SharingConfiguration.objects.filter(dashboard=OuterRef("pk"), enabled=True)),
             caller_is_collaborator=Exists(DashboardCollaborator.objects.filter(dashboard=OuterRef("pk"), user=user)),
         )

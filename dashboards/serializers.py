@@ -1,10 +1,8 @@
-from types import SimpleNamespace
-
+from django.db.models import Prefetch
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail
 
-from dashboards.detail import TEXT_COLUMNS, TILE_COLUMNS, TILE_USERS
 from dashboards.models import (
     MAX_TAGS_PER_DASHBOARD,
     MAX_TEXT_BODY,
@@ -17,12 +15,12 @@ from dashboards.models import (
     Text,
 )
 from dashboards.permissions import can_edit
-from dashboards.selectors import CREATOR_COLUMNS, INSIGHT_PAGE_COLUMNS, names_list, shown_tiles
+from dashboards.selectors import live_tiles, shown_tiles
 from dashboards.services import clean_tags
 from dashboards.template_library import TemplateError, bundled_templates, validate_layouts, validate_template
 from organizations.models import Membership
 from workspace.api.fields import StrictBooleanField, StrictCharField, StrictIntegerChoiceField
-from workspace.api.serializers import ModelSerializer, readable_field_names, represent_rows, representer
+from workspace.api.serializers import ModelSerializer
 from workspace.serializers import UserBasicSerializer
 
 
@@ -37,6 +35,7 @@ class TagListField(serializers.ListField):
     """Tags are stored one row each; read them from the prefetched rows, write them as a list of strings."""
 
     child = StrictCharField(max_length=128)
+    prefetch_related = ("tag_rows",)
 
     def get_attribute(self, instance):
         return instance.tag_names
@@ -62,9 +61,15 @@ def validate_object_or_null(value, what: str):
 class DashboardIdsField(serializers.ListField):
     """The ids of the (non-deleted) dashboards showing an insight; as input, the dashboards that should.
 
-    dashboards.permissions.requested_dashboard_ids reads the same list the same way, to check edit rights first."""
+    dashboards.permissions.requested_dashboard_ids reads the same list the same way, to lock those dashboards'
+    rows before the insight's."""
 
     child = serializers.IntegerField()
+
+    @property
+    def prefetch_related(self):
+        tiles = live_tiles().only("id", "insight_id", "dashboard_id")
+        return (Prefetch("tiles", queryset=tiles, to_attr="live_tiles"),)
 
     def get_attribute(self, instance):
         return instance.dashboard_ids
@@ -103,22 +108,6 @@ class InsightSerializer(ModelSerializer):
         ]
         read_only_fields = ["id", "short_id", "created_at", "created_by", "last_modified_at", "last_modified_by"]
 
-    def represent_page(self, rows: list[dict]) -> list[dict]:
-        """A list page from `dashboards.selectors.insight_page_rows`, as `.data` of the instances would be, without
-        a serializer or model instances per insight (see workspace.api.serializers.represent_rows)."""
-        users = represent_users(representer(UserBasicSerializer), rows, ("created_by", "last_modified_by"))
-        for row in rows:
-            row["created_by"] = users.get(row["created_by_id"])
-            row["last_modified_by"] = users.get(row["last_modified_by_id"])
-            row["tags"] = names_list(row["tag_names"])
-            row["dashboards"] = names_list(row["dashboard_ids"])
-            row["updated_at"] = None  # the same field as last_modified_at: copied once represented
-        ready = frozenset({"created_by", "last_modified_by", "tags", "dashboards", "updated_at"})
-        items = represent_rows(self, rows, ready=ready)
-        for item in items:
-            item["updated_at"] = item["last_modified_at"]
-        return items
-
     def validate_tags(self, value: list[str]) -> list[str]:
         return clean_tags(value)
 
@@ -143,19 +132,6 @@ class InsightSerializer(ModelSerializer):
         return attrs
 
 
-def represent_users(serializer: UserBasicSerializer, rows: list[dict], users: tuple[str, ...]) -> dict[int, dict]:
-    """The users that `rows` name, each represented once by `serializer`, by id: for each name in `users`, a row
-    holds the user's id as `<name>_id` and the user's columns as `<name>__<field>` (None for no user)."""
-    names = readable_field_names(serializer)
-    found = {}
-    for row in rows:
-        for user in users:
-            user_id = row[f"{user}_id"]
-            if user_id is not None and user_id not in found:
-                found[user_id] = {name: row[f"{user}__{name}"] for name in names}
-    return dict(zip(found, represent_rows(serializer, found.values()), strict=True))
-
-
 class TextSerializer(ModelSerializer):
     """The text of a text tile; as input, only `body` counts."""
 
@@ -169,7 +145,10 @@ class TextSerializer(ModelSerializer):
 
 
 class ShownTilesSerializer(serializers.ListSerializer):
-    """A dashboard's tiles: those it shows (prefetched by the view, see dashboards.selectors), never removed ones."""
+    """A dashboard's tiles: those it shows, in order, never removed ones."""
+
+    def related_queryset(self):
+        return shown_tiles()
 
     def get_attribute(self, instance):
         if "tiles" in getattr(instance, "_prefetched_objects_cache", {}):
@@ -247,26 +226,6 @@ class DashboardBasicSerializer(ModelSerializer):
         ]
         read_only_fields = fields
 
-    def represent_page(self, rows: list[dict], *, ready: frozenset[str] = frozenset()) -> list[dict]:
-        """A list page from `dashboards.selectors.dashboard_page_rows`, as `.data` of the instances would be,
-        without a serializer or model instances per dashboard (see workspace.api.serializers.represent_rows); the
-        fields named in `ready` are in the rows already represented."""
-        creators = represent_users(representer(UserBasicSerializer), rows, ("created_by",))
-        for row in rows:
-            creator_id = row["created_by_id"]
-            row["created_by"] = creators.get(creator_id)
-            row["tags"] = names_list(row["tags"])
-            row["effective_restriction_level"] = row["restriction_level"]
-            # The rule of can_edit, on a stand-in holding what it reads.
-            stand_in = SimpleNamespace(
-                pk=row["id"],
-                restriction_level=row["restriction_level"],
-                created_by_id=creator_id,
-                caller_is_collaborator=row["caller_is_collaborator"],
-            )
-            row["effective_privilege_level"] = self.get_effective_privilege_level(stand_in)
-        return represent_rows(self, rows, ready=frozenset({"created_by", "effective_privilege_level"}) | ready)
-
     @extend_schema_field(RestrictionLevelField())
     def get_effective_privilege_level(self, dashboard: Dashboard) -> int:
         view = self.context["view"]
@@ -313,39 +272,6 @@ class DashboardSerializer(DashboardBasicSerializer):
         ]
         extra_kwargs = {"name": {"required": False}}
 
-    def represent_detail(self, row: dict, tile_rows: list[dict]) -> dict:
-        """The detail from `dashboards.detail.dashboard_detail_rows` (the dashboard's row and its tiles' rows), as
-        `.data` of the instance would be, without model instances or a serializer per tile (see `represent_page`)."""
-        users = represent_users(representer(UserBasicSerializer), tile_rows, TILE_USERS)
-        insight_rows, text_rows = [], []
-        for tile in tile_rows:
-            if tile["insight_id"] is not None:
-                insight_rows.append(
-                    {
-                        **{column: tile[f"insight__{column}"] for column in INSIGHT_PAGE_COLUMNS},
-                        "tag_names": tile["insight_tag_names"],
-                        "dashboard_ids": tile["insight_dashboard_ids"],
-                        **{f"{user}__{column}": tile[f"insight__{user}__{column}"] for user, column in _INSIGHT_USERS},
-                    }
-                )
-            if tile["text_id"] is not None:
-                text = {column: tile[f"text__{column}"] for column in TEXT_COLUMNS}
-                text["created_by"] = users.get(tile["text__created_by_id"])
-                text_rows.append(text)
-        insights = iter(representer(InsightSerializer).represent_page(insight_rows))
-        texts = iter(represent_rows(representer(TextSerializer), text_rows, ready=frozenset({"created_by"})))
-        tiles = [
-            {
-                **{column: tile[column] for column in TILE_COLUMNS},
-                "insight": None if tile["insight_id"] is None else next(insights),
-                "text": None if tile["text_id"] is None else next(texts),
-            }
-            for tile in tile_rows
-        ]
-        row["tiles"] = represent_rows(representer(DashboardTileSerializer), tiles, ready=frozenset({"insight", "text"}))
-        [item] = self.represent_page([row], ready=frozenset({"tiles"}))
-        return item
-
     def validate_tags(self, value: list[str]) -> list[str]:
         return clean_tags(value)
 
@@ -384,10 +310,6 @@ class DashboardSerializer(DashboardBasicSerializer):
                 {"use_dashboard": [ErrorDetail("Use either use_template or use_dashboard, not both.", "invalid_input")]}
             )
         return attrs
-
-
-# The users of an insight, as InsightSerializer.represent_page reads them, with each of their columns.
-_INSIGHT_USERS = [(user, column) for user in ("created_by", "last_modified_by") for column in CREATOR_COLUMNS]
 
 
 class TileReferenceSerializer(serializers.Serializer):
@@ -430,14 +352,6 @@ class DashboardCollaboratorSerializer(ModelSerializer):
         model = DashboardCollaborator
         fields = ["id", "dashboard_id", "user", "level", "added_at", "updated_at", "user_uuid"]
         read_only_fields = ["id", "dashboard_id", "user", "added_at", "updated_at"]
-
-    def represent_list(self, rows: list[dict]) -> list[dict]:
-        """The collaborators from `dashboards.detail.dashboard_collaborator_rows`, as `.data` of the instances would
-        be, without a serializer or model instance per collaborator (see workspace.api.serializers.represent_rows)."""
-        users = represent_users(representer(UserBasicSerializer), rows, ("user",))
-        for row in rows:
-            row["user"] = users.get(row["user_id"])
-        return represent_rows(self, rows, ready=frozenset({"user"}))
 
     def validate_level(self, value: int) -> int:
         if value != RestrictionLevel.ONLY_COLLABORATORS_CAN_EDIT:

@@ -17,15 +17,14 @@ from dashboards.models import (
     DashboardTile,
     Insight,
     InsightTag,
-    RestrictionLevel,
     SharingConfiguration,
     Text,
     new_access_token,
     new_short_id,
 )
 from organizations.models import Project
+from workspace.services import full_clean_changed
 
-UNSET = object()
 # Attempts at a fresh short id when a new insight's collides with another of its project (about 1 in 10^14 each).
 SHORT_ID_ATTEMPTS = 5
 
@@ -241,50 +240,49 @@ def _copied_tiles(*, actor, source: Dashboard, duplicate_insights: bool) -> list
     return tiles
 
 
+# What a duplicate does not take from its source: the row's identity and history, and its state.
+NOT_DUPLICATED = frozenset({"id", "project", "created_by", "created_at", "creation_mode", "deleted"})
+
+
 @transaction.atomic
 def dashboard_create(
     *,
     actor,
     project: Project,
-    name: str = "",
-    description: str = "",
-    pinned: bool = False,
     tags: Iterable[str] = (),
-    filters: dict | None | object = UNSET,
-    restriction_level: int = RestrictionLevel.EVERYONE_IN_PROJECT_CAN_EDIT,
     template: dict | None = None,
     source: Dashboard | None = None,
     duplicate_tiles: bool = False,
     tiles: list[dict] | None = None,
+    **fields,
 ) -> Dashboard:
-    """Create a dashboard; with `template` its tiles, filters and tags come from it, with `source` they are copied
-    (its insights shared, or copied too with `duplicate_tiles`). `tiles` adds text tiles after those.
+    """Create a dashboard from `fields` (the serializer's validated model fields); with `template` its tiles,
+    filters and tags come from it, with `source` every field and tile is copied (its insights shared, or copied too
+    with `duplicate_tiles`). `tiles` adds text tiles after those.
 
-    Explicit `filters` (null included) and non-empty `tags` win over the template's or the source's.
+    Explicit fields (a null `filters` included) and non-empty `tags` win over the template's or the source's.
     """
     mode = Dashboard.CreationMode.DEFAULT
+    inherited: dict = {}
     if template is not None:
         mode = Dashboard.CreationMode.TEMPLATE
-        if filters is UNSET:
-            filters = copy.deepcopy(template.get("dashboard_filters", {}))
+        inherited = {
+            "name": template["template_name"],
+            "description": template.get("dashboard_description", ""),
+            "filters": copy.deepcopy(template.get("dashboard_filters", {})),
+        }
         tags = list(tags) or template.get("tags", [])
-        name = name or template["template_name"]
-        description = description or template.get("dashboard_description", "")
     elif source is not None:
         mode = Dashboard.CreationMode.DUPLICATE
-        if filters is UNSET:
-            filters = copy.deepcopy(source.filters)
+        inherited = {
+            field.name: copy.deepcopy(getattr(source, field.name))
+            for field in Dashboard._meta.concrete_fields
+            if field.name not in NOT_DUPLICATED
+        }
         tags = list(tags) or source.tag_names
-    dashboard = Dashboard(
-        project=project,
-        created_by=actor,
-        name=name,
-        description=description,
-        pinned=pinned,
-        filters={} if filters is UNSET else filters,
-        restriction_level=restriction_level,
-        creation_mode=mode,
-    )
+    # A blank name or description asks for the template's or the source's, as an absent one does.
+    given = {name: value for name, value in fields.items() if value or name not in ("name", "description")}
+    dashboard = Dashboard(**{**inherited, **given, "project": project, "created_by": actor, "creation_mode": mode})
     dashboard.full_clean()
     dashboard.save()
     new_tiles: list[DashboardTile] = []
@@ -316,7 +314,7 @@ def dashboard_update(
     for field, value in fields.items():
         setattr(dashboard, field, value)
     if fields:
-        dashboard.full_clean()
+        full_clean_changed(dashboard, fields)
         dashboard.save(update_fields=list(fields))
     if tags is not None:
         dashboard_set_tags(dashboard=dashboard, tags=tags)

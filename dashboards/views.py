@@ -1,5 +1,4 @@
 from functools import cached_property
-from types import SimpleNamespace
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
@@ -7,12 +6,6 @@ from rest_framework import exceptions, status
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from dashboards.detail import (
-    caller_dashboard,
-    dashboard_collaborator_rows,
-    dashboard_detail_rows,
-    insight_detail_row,
-)
 from dashboards.filters import DashboardFilterSet, InsightFilterSet
 from dashboards.models import Dashboard, Insight, SharingConfiguration
 from dashboards.permissions import (
@@ -21,13 +14,6 @@ from dashboards.permissions import (
     CanEditSharedDashboard,
     CanManageCollaborators,
     requested_dashboard_ids,
-)
-from dashboards.selectors import (
-    dashboard_page_rows,
-    dashboard_tags_prefetch,
-    insight_page_rows,
-    insights_for_response,
-    tiles_prefetch,
 )
 from dashboards.serializers import (
     DashboardBasicSerializer,
@@ -51,7 +37,6 @@ from dashboards.services import (
     sharing_configuration_update,
 )
 from organizations.tenancy import ProjectScopedViewSet
-from workspace.api.rows import DATABASE_INTEGERS
 from workspace.api.viewsets import CreateMixin, DestroyMixin, ListMixin, RetrieveMixin, UpdateMixin
 from workspace.services import secret_mask
 
@@ -67,22 +52,17 @@ class DashboardScopedMixin:
     activity_scope = "Dashboard"
 
     def dashboards(self):
-        """The project's dashboards with what a response needs, in one query."""
-        return Dashboard.objects.filter(project=self.project).for_caller(self.request.user)
+        """The project's dashboards, with what the caller's rights over each depend on."""
+        return self.project.dashboards.for_caller(self.request.user)
 
     @cached_property
     def dashboard(self) -> Dashboard:
-        """The (not deleted) dashboard named in the URL, for routes nested under one, as `dashboards()` gives it
-        with its project (dashboards.detail.caller_dashboard: a query compiled once per connection); else a 404."""
+        """The (not deleted) dashboard named in the URL, for routes nested under one; else a 404."""
         try:
             dashboard_id = int(self.kwargs["dashboard_id"])
         except (TypeError, ValueError) as error:
             raise exceptions.NotFound("Dashboard not found.") from error
-        dashboard = None
-        if dashboard_id in DATABASE_INTEGERS:
-            dashboard = caller_dashboard(
-                project_id=self.project.pk, user_id=self.request.user.pk, dashboard_id=dashboard_id
-            )
+        dashboard = self.dashboards().filter(deleted=False, pk=dashboard_id).first()
         if dashboard is None:
             raise exceptions.NotFound("Dashboard not found.")
         dashboard.project = self.project
@@ -136,55 +116,12 @@ class DashboardViewSet(
     serialize_writes = frozenset({"move_tile"})
 
     def get_queryset(self):
-        queryset = self.dashboards().prefetch_related(dashboard_tags_prefetch())
         # A soft-deleted dashboard is reachable only by PATCH or PUT, so that `{"deleted": false}` can restore it.
-        if self.action not in ("partial_update", "update"):
-            queryset = queryset.filter(deleted=False)
-        if self.action != "list":
-            queryset = queryset.prefetch_related(tiles_prefetch())
-        return queryset.order_by("-pinned", "name", "id")
+        dashboards = self.dashboards().order_by("-pinned", "name", "id")
+        return dashboards if self.action in ("partial_update", "update") else dashboards.filter(deleted=False)
 
     def get_serializer_class(self):
-        if self.action == "list":
-            return DashboardBasicSerializer
-        return DashboardSerializer
-
-    def list(self, request, *args, **kwargs):
-        """One query: the page's ids off the list's index (`dashboard_list_order`) in a subquery, those dashboards
-        as plain values with their creator, tags and sharing state (dashboards.selectors.dashboard_page_rows), and
-        the count (LimitOffsetPagination.paginate_rows)."""
-        rows = self.paginator.paginate_rows(
-            lambda project, user: self.filter_queryset(
-                Dashboard.objects.filter(project_id=project, deleted=False)
-            ).order_by("-pinned", "name", "id"),
-            request,
-            lambda page, project, user: dashboard_page_rows(page, user=user),
-            view=self,
-            arguments={"project": self.project.pk, "user": request.user.pk},
-        )
-        return self.get_paginated_response(self.get_serializer().represent_page(rows))
-
-    def retrieve(self, request, *args, **kwargs):
-        """The dashboard and its tiles as plain values in one query (dashboards.detail), represented without model
-        instances: the same representation, and ETag, as the write path's."""
-        row, tiles = dashboard_detail_rows(
-            project_id=self.project.pk, user_id=request.user.pk, dashboard_id=self.detail_id(Dashboard)
-        )
-        if row is None:
-            raise self.not_found(Dashboard)
-        # What the object permissions read of a dashboard (a model instance costs ~30 us to build).
-        stand_in = SimpleNamespace(
-            pk=row["id"],
-            project=self.project,
-            created_by_id=row["created_by_id"],
-            restriction_level=row["restriction_level"],
-            caller_is_collaborator=row["caller_is_collaborator"],
-        )
-        self.check_object_permissions(request, stand_in)
-        return self.object_response(data=self.get_serializer().represent_detail(row, tiles))
-
-    def refetch(self, instance):
-        return self.dashboards().prefetch_related(dashboard_tags_prefetch(), tiles_prefetch()).get(pk=instance.pk)
+        return DashboardBasicSerializer if self.action == "list" else DashboardSerializer
 
     def create_object(self, data):
         data = dict(data)
@@ -264,12 +201,7 @@ class DashboardCollaboratorViewSet(DashboardScopedMixin, ProjectScopedViewSet, L
         self.dashboard  # noqa: B018 - a 404 for a dashboard the caller cannot see, before the body is read
 
     def get_queryset(self):
-        return self.dashboard.collaborators.select_related("user").order_by("added_at", "id")
-
-    def list(self, request, *args, **kwargs):
-        """The collaborators, oldest first, as plain values in one query compiled once per connection
-        (dashboards.detail), represented without model instances: a plain array, as the reference answers."""
-        return Response(self.get_serializer().represent_list(dashboard_collaborator_rows(self.dashboard.pk)))
+        return self.dashboard.collaborators.order_by("added_at", "id")
 
     def get_serializer_context(self):
         context = super().get_serializer_context()
@@ -357,36 +289,9 @@ class InsightViewSet(SoftDeleteOnlyMixin, ProjectScopedViewSet, ListMixin, Creat
     activity_ignored_fields = ProjectScopedViewSet.activity_ignored_fields | {"last_modified_by"}
 
     def get_queryset(self):
-        queryset = insights_for_response(Insight.objects.filter(project=self.project))
         # A soft-deleted insight is reachable only by PATCH or PUT, so that `{"deleted": false}` can restore it.
-        if self.action not in ("partial_update", "update"):
-            queryset = queryset.filter(deleted=False)
-        return queryset.order_by("-last_modified_at", "id")
-
-    def list(self, request, *args, **kwargs):
-        """One query: the page's ids off the list's index (`insight_list_order`) in a subquery, those insights as
-        plain values with their users, tags and dashboards (dashboards.selectors.insight_page_rows), and the
-        count (LimitOffsetPagination.paginate_rows)."""
-        rows = self.paginator.paginate_rows(
-            lambda project: self.filter_queryset(Insight.objects.filter(project_id=project, deleted=False)).order_by(
-                "-last_modified_at", "id"
-            ),
-            request,
-            lambda page, project: insight_page_rows(page),
-            view=self,
-            arguments={"project": self.project.pk},
-        )
-        return self.get_paginated_response(self.get_serializer().represent_page(rows))
-
-    def retrieve(self, request, *args, **kwargs):
-        """The insight as its list page reads it, in one query (dashboards.detail), represented without a model
-        instance: the same representation, and ETag, as the write path's. A read needs no object permission beyond
-        seeing the project (CanEditInsight guards writes)."""
-        row = insight_detail_row(project_id=self.project.pk, insight_id=self.detail_id(Insight))
-        if row is None:
-            raise self.not_found(Insight)
-        self.check_object_permissions(request, Insight(pk=row["id"], project=self.project))
-        return self.object_response(data=self.get_serializer().represent_page([row])[0])
+        insights = self.project.insights.order_by("-last_modified_at", "id")
+        return insights if self.action in ("partial_update", "update") else insights.filter(deleted=False)
 
     def lock_for_write(self):
         super().lock_for_write()

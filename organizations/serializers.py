@@ -3,7 +3,7 @@ import uuid
 from collections.abc import Callable
 
 from django.core.validators import RegexValidator
-from django.db.models import F, QuerySet
+from django.db.models import QuerySet
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
@@ -12,14 +12,14 @@ from rest_framework.exceptions import ErrorDetail
 from organizations.models import Domain, Invite, Membership, Organization, Project, validate_time_zone
 from organizations.tenancy import visible_organizations, visible_projects
 from workspace.api.fields import StrictBooleanField, StrictCharField, StrictEmailField, StrictIntegerChoiceField
-from workspace.api.serializers import ModelSerializer, readable_field_names, represent_rows, representer
+from workspace.api.serializers import ModelSerializer
 from workspace.serializers import UserBasicSerializer
 
 MAX_BULK_INVITES = 20
 
 
 class TeamSerializer(ModelSerializer):
-    """A project as listed in an organization's `teams`."""
+    """A project as listed in an organization's `teams`, by id (the model's ordering)."""
 
     class Meta:
         model = Project
@@ -28,12 +28,14 @@ class TeamSerializer(ModelSerializer):
 
 
 class OrganizationSerializer(ModelSerializer):
-    """An organization as its members see it; `membership_level` and `member_count` are annotations."""
+    """An organization as its members see it. `membership_level` (organizations.tenancy.visible_organizations) and
+    `member_count` (organizations.selectors.with_member_count) are annotations of the viewset's queryset."""
 
     membership_level = serializers.IntegerField(read_only=True, allow_null=True)
     teams = TeamSerializer(source="projects", many=True, read_only=True)
     available_features = serializers.ListField(child=StrictCharField(), read_only=True)
-    member_count = serializers.SerializerMethodField()
+    # The contract types member_count as a string; it counts active members.
+    member_count = serializers.CharField(read_only=True)
 
     class Meta:
         model = Organization
@@ -65,54 +67,6 @@ class OrganizationSerializer(ModelSerializer):
             "customer_id",
         ]
 
-    # What a list page reads of each organization (organizations.selectors.organization_values) besides its
-    # annotations: the model's columns among the fields.
-    PAGE_COLUMNS = [
-        "id", "name", "slug", "created_at", "updated_at", "plugins_access_level", "available_product_features",
-        "is_member_join_email_enabled", "metadata", "customer_id", "enforce_2fa",
-    ]  # fmt: skip
-
-    @extend_schema_field(OpenApiTypes.STR)
-    def get_member_count(self, organization) -> str:
-        # The contract types member_count as a string; it counts active members.
-        return _member_count(getattr(organization, "member_count", 0))
-
-    def represent_page(self, rows: list[dict], projects: dict) -> list[dict]:
-        """A list page from `PAGE_COLUMNS` values with `membership_level` and `member_count`, and each organization's
-        projects (`{organization id: [project values]}`), as `.data` of the instances would be, without a serializer
-        or model instance per organization and project (see workspace.api.serializers.represent_rows)."""
-        team_rows = [team for row in rows for team in projects[row["id"]]]
-        teams = iter(represent_rows(representer(TeamSerializer), team_rows))
-        for row in rows:
-            row["teams"] = [next(teams) for _ in projects[row["id"]]]
-            row["available_features"] = Organization.available_features.fget(_ProductFeatures(row))
-            row["member_count"] = _member_count(row["member_count"])
-        return represent_rows(self, rows, ready=frozenset({"teams", "member_count"}))
-
-
-def _member_count(count: int | None) -> str:
-    return str(count or 0)
-
-
-class _DomainFlags:
-    """The model's `is_verified` and `has_saml` on what they read, for a list page's row."""
-
-    is_verified = Domain.is_verified
-    has_saml = Domain.has_saml
-
-    def __init__(self, row: dict):
-        self.verified_at = row["verified_at"]
-        self.saml_entity_id = row["saml_entity_id"]
-        self.saml_acs_url = row["saml_acs_url"]
-        self.saml_x509_cert = row["saml_x509_cert"]
-
-
-class _ProductFeatures:
-    """What Organization.available_features reads, from a list page's row."""
-
-    def __init__(self, row: dict):
-        self.available_product_features = row["available_product_features"]
-
 
 class ProjectSerializer(ModelSerializer):
     organization = serializers.UUIDField(source="organization_id", read_only=True)
@@ -122,17 +76,6 @@ class ProjectSerializer(ModelSerializer):
         model = Project
         fields = ["id", "uuid", "organization", "name", "timezone", "api_token", "created_at", "updated_at"]
         read_only_fields = ["id", "uuid", "organization", "api_token", "created_at", "updated_at"]
-
-    # What a list page reads of each project: the model's columns behind the fields.
-    PAGE_COLUMNS = ["id", "uuid", "organization_id", "name", "time_zone", "api_token", "created_at", "updated_at"]
-
-    def represent_page(self, rows: list[dict]) -> list[dict]:
-        """A list page from `PAGE_COLUMNS` values, as `.data` of the instances would be, without a serializer or model
-        instance per project (see workspace.api.serializers.represent_rows)."""
-        for row in rows:
-            row["organization"] = row.pop("organization_id")
-            row["timezone"] = row.pop("time_zone")
-        return represent_rows(self, rows)
 
 
 class LevelField(StrictIntegerChoiceField):
@@ -156,37 +99,6 @@ class MemberSerializer(ModelSerializer):
         model = Membership
         fields = ["id", "user", "level", "joined_at", "updated_at", "is_2fa_enabled", "has_social_auth"]
         read_only_fields = ["id", "user", "joined_at", "updated_at", "is_2fa_enabled", "has_social_auth"]
-
-    @classmethod
-    def page_columns(cls) -> dict:
-        """What a list page reads of each membership, by name: its own columns, and its user's as `user__<name>`."""
-        user_columns = {f"user__{name}": F(f"user__{name}") for name in UserBasicSerializer.Meta.fields}
-        return {
-            "is_2fa_enabled": F("user__is_2fa_enabled"),
-            "has_social_auth": F("user__has_social_auth"),
-            **user_columns,
-        }
-
-    def represent_page(self, rows: list[dict]) -> list[dict]:
-        """A list page from `page_columns` values, as `.data` of the instances would be, without a serializer or
-        model instances per member (see workspace.api.serializers.represent_rows)."""
-        user_serializer = representer(UserBasicSerializer)
-        names = readable_field_names(user_serializer)
-        users = represent_rows(user_serializer, [{name: row[f"user__{name}"] for name in names} for row in rows])
-        for row, user in zip(rows, users, strict=True):
-            row["user"] = user
-        return represent_rows(self, rows, ready=frozenset({"user"}))
-
-
-class _InviteExpiry:
-    """The model's expiry rule (Invite.expires_at and Invite.is_expired) on what it reads, for a page of plain rows
-    without a model instance each."""
-
-    expires_at = Invite.expires_at
-    is_expired = Invite.is_expired
-
-    def __init__(self, created_at):
-        self.created_at = created_at
 
 
 # Named as in the reference API, so that clients generated from it find the same components.
@@ -215,31 +127,6 @@ class InviteSerializer(ModelSerializer):
             "message",
         ]
         read_only_fields = ["id", "emailing_attempt_made", "is_expired", "created_by", "created_at", "updated_at"]
-
-    # What a list page reads of each invite, by name: its own columns, and its creator's as `creator__<name>`.
-    PAGE_COLUMNS = [
-        "id", "target_email", "first_name", "emailing_attempt_made", "level", "created_at", "updated_at", "message"
-    ]  # fmt: skip
-
-    @classmethod
-    def page_columns(cls) -> dict:
-        return {f"creator__{name}": F(f"created_by__{name}") for name in UserBasicSerializer.Meta.fields}
-
-    def represent_page(self, rows: list[dict]) -> list[dict]:
-        """A list page from `PAGE_COLUMNS` and `page_columns` values, as `.data` of the instances would be, without a
-        serializer or model instances per invite (see workspace.api.serializers.represent_rows)."""
-        creator_serializer = representer(UserBasicSerializer)
-        names = readable_field_names(creator_serializer)
-        creator_rows = {}
-        for row in rows:
-            creator_id = row["creator__id"]
-            if creator_id is not None and creator_id not in creator_rows:
-                creator_rows[creator_id] = {name: row[f"creator__{name}"] for name in names}
-        creators = dict(zip(creator_rows, represent_rows(creator_serializer, creator_rows.values()), strict=True))
-        for row in rows:
-            row["created_by"] = creators.get(row["creator__id"])
-            row["is_expired"] = _InviteExpiry(row["created_at"]).is_expired
-        return represent_rows(self, rows, ready=frozenset({"created_by"}))
 
     def validate_target_email(self, value: str) -> str:
         return value.strip().lower()
@@ -306,21 +193,6 @@ class DomainSerializer(ModelSerializer):
             "saml_acs_url": {"required": False, "allow_null": True, "allow_blank": True},
             "saml_x509_cert": {"required": False, "allow_null": True, "allow_blank": True},
         }
-
-    # What a list page reads of each domain: the model's columns behind the fields.
-    PAGE_COLUMNS = [
-        "id", "domain", "verified_at", "verification_challenge", "jit_provisioning_enabled", "sso_enforcement",
-        "saml_entity_id", "saml_acs_url", "saml_x509_cert",
-    ]  # fmt: skip
-
-    def represent_page(self, rows: list[dict]) -> list[dict]:
-        """A list page from `PAGE_COLUMNS` values, as `.data` of the instances would be, without a serializer or model
-        instance per domain (see workspace.api.serializers.represent_rows)."""
-        for row in rows:
-            flags = _DomainFlags(row)
-            row["is_verified"] = flags.is_verified
-            row["has_saml"] = flags.has_saml
-        return represent_rows(self, rows)
 
     def validate_domain(self, value: str) -> str:
         value = value.strip().lower()
@@ -423,10 +295,12 @@ class MeSerializer(UserBasicSerializer):
     """`/api/users/@me/`: the caller, their organizations and projects, and what `@current` means for them.
 
     `organization`, `organizations`, `team` and `teams` are in the reference API's shape, so that its clients find
-    their ids where they expect them. Only what the request may see is shown: with a key limited to some
-    organizations, a current organization or project outside them is null. `set_current_organization` and
-    `set_current_project` (or the reference's `set_current_team`) take the id of an organization or project the
-    request may see (the selectors of `organizations.tenancy`), and are validated into those records.
+    their ids where they expect them. Only what the request may see is shown: the user's `visible_memberships`
+    (prefetched by the view, as which ones depends on the request), each with its organization and its projects by
+    id; with a key limited to some organizations, a current organization or project outside them is null.
+    `set_current_organization` and `set_current_project` (or the reference's `set_current_team`) take the id of an
+    organization or project the request may see (the selectors of `organizations.tenancy`), and are validated into
+    those records.
     """
 
     organization = serializers.SerializerMethodField()
@@ -500,47 +374,6 @@ class MeSerializer(UserBasicSerializer):
             None,
         )
         return UserProjectSerializer(project).data if project else None
-
-    def represent_read(self, user, organizations: list[tuple[dict, list[dict]]]) -> dict:
-        """The representation from plain values (`organizations.selectors.caller_organizations`), as `.data` gives it
-        for the user with their `visible_memberships`, without a serializer or model instance per organization and
-        project."""
-        user_serializer = representer(UserBasicSerializer)
-        data = represent_rows(
-            user_serializer, [{name: getattr(user, name) for name in readable_field_names(user_serializer)}]
-        )[0]
-        listed = []
-        teams = []
-        for membership, projects in organizations:
-            organization_id = str(membership["organization_id"])
-            listed.append(
-                {
-                    "id": organization_id,
-                    "name": membership["organization__name"],
-                    "slug": membership["organization__slug"],
-                    "membership_level": membership["level"],
-                }
-            )
-            teams.extend(
-                {
-                    "id": project["id"],
-                    "uuid": str(project["uuid"]),
-                    "organization": organization_id,
-                    "name": project["name"],
-                    "api_token": project["api_token"],
-                }
-                for project in projects
-            )
-        current_organization = str(user.current_organization_id)
-        organization = next((item for item in listed if item["id"] == current_organization), None)
-        team = next((item for item in teams if item["id"] == user.current_project_id), None)
-        data["organization"] = organization
-        data["organizations"] = listed
-        data["team"] = team
-        data["teams"] = teams
-        data["current_organization_id"] = current_organization if organization else None
-        data["current_project_id"] = team["id"] if team else None
-        return data
 
     @extend_schema_field(UserProjectSerializer(many=True))
     def get_teams(self, user):

@@ -1,8 +1,9 @@
 """Tenancy: what a caller may see, and the base viewsets of everything under an organization or a project.
 
 A user sees an organization only through a membership, and a key limited to some organizations sees only
-those (DECISIONS.md §2). `visible_membership_filter` is the one place that says so; every route resolves its
-organization or project through it, and anything else is a 404, so existence is never leaked.
+those (DECISIONS.md §2). `visible_membership_filter` is the one place that says so, for every kind of caller (a
+key or a session); every route resolves its organization or project through it, and anything else is a 404, so
+existence is never leaked. Tenancy reads the key's limits from `request.auth` and knows no key class.
 """
 
 import uuid
@@ -12,11 +13,8 @@ from django.db.models import F, Q, QuerySet
 from rest_framework import exceptions
 from rest_framework.settings import api_settings
 
-from apikeys.models import PersonalAPIKey
 from organizations.models import Membership, Organization, Project
 from organizations.permissions import MembershipLevelPermission
-from organizations.selectors import CallerMembershipLookup, CallerProjectLookup
-from workspace.api.rows import DATABASE_INTEGERS
 from workspace.api.viewsets import BaseViewSet
 from workspace.services import activity_log_record
 
@@ -25,9 +23,9 @@ CURRENT = "@current"
 
 def key_scoped_organizations(request) -> list[str] | None:
     """The organization ids the calling key is limited to, or None when it is not limited (or no key is used)."""
-    key = request.auth
-    if isinstance(key, PersonalAPIKey) and key.scoped_organizations:
-        return [str(organization_id) for organization_id in key.scoped_organizations]
+    scoped = getattr(request.auth, "scoped_organizations", None)
+    if scoped:
+        return [str(organization_id) for organization_id in scoped]
     return None
 
 
@@ -72,29 +70,6 @@ def parse_organization_id(request, value: str) -> uuid.UUID:
         return uuid.UUID(str(value))
     except ValueError as error:
         raise exceptions.NotFound("Organization not found.") from error
-
-
-def membership_lookup(value: str) -> CallerMembershipLookup | None:
-    """The caller's membership of the organization a route names (`@current` or a UUID), to be read in the API key's
-    query; None for anything else (a 404, raised where the route resolves it)."""
-    if value == CURRENT:
-        return CallerMembershipLookup(None)
-    try:
-        return CallerMembershipLookup(uuid.UUID(str(value)))
-    except ValueError:
-        return None
-
-
-def project_lookup(value: str) -> CallerProjectLookup | None:
-    """The project a route names (`@current` or an integer), with the caller's membership of its organization, to be
-    read in the API key's query; None for anything else (a 404, raised where the route resolves it)."""
-    if value == CURRENT:
-        return CallerProjectLookup(None)
-    try:
-        project_id = int(value)
-    except (TypeError, ValueError):
-        return None
-    return CallerProjectLookup(project_id) if project_id in DATABASE_INTEGERS else None
 
 
 def parse_project_id(request, value: str) -> int:
@@ -148,10 +123,9 @@ class TenantViewSet(BaseViewSet):
         return {}
 
     def record_activity(self, instance, activity: str, *, before: dict | None, after: dict | None) -> None:
-        key = self.request.auth
         activity_log_record(
             user=self.request.user,
-            api_key=key if isinstance(key, PersonalAPIKey) else None,
+            api_key=self.request.auth,
             scope=self.activity_scope or type(instance).__name__,
             item_id=instance.pk,
             activity=activity,
@@ -166,27 +140,18 @@ class OrganizationScopedViewSet(TenantViewSet):
     """A viewset under /api/organizations/{organization_id}/.
 
     `self.membership` (with its organization) is resolved once, after the scope check and before anything reads the
-    body, so another tenant's id is a 404 and never a 400. With an API key it comes with the key, in the key's query
-    (`key_query_companion`); otherwise in a query of its own.
+    body, so another tenant's id is a 404 and never a 400.
     """
-
-    def key_query_companion(self) -> CallerMembershipLookup | None:
-        self.caller_lookup = membership_lookup(self.kwargs.get("organization_id"))
-        return self.caller_lookup
 
     @cached_property
     def membership(self) -> Membership:
         organization_id = parse_organization_id(self.request, self.kwargs["organization_id"])
-        lookup = self.__dict__.pop("caller_lookup", None)
-        if lookup is not None and lookup.loaded:
-            membership = lookup.membership
-        else:
-            membership = (
-                visible_memberships(self.request)
-                .select_related("organization")
-                .filter(organization_id=organization_id)
-                .first()
-            )
+        membership = (
+            visible_memberships(self.request)
+            .select_related("organization")
+            .filter(organization_id=organization_id)
+            .first()
+        )
         if membership is None:
             raise exceptions.NotFound("Organization not found.")
         return membership
@@ -213,22 +178,13 @@ class OrganizationScopedViewSet(TenantViewSet):
 
 class ProjectScopedViewSet(TenantViewSet):
     """A viewset under /api/projects/{project_id}/: `self.project` (with its organization and the caller's
-    `membership_level`) is resolved after the scope check; a project the caller cannot see is a 404. With an API key
-    it comes with the key, in the key's query (`key_query_companion`); otherwise in a query of its own.
+    `membership_level`) is resolved after the scope check; a project the caller cannot see is a 404.
     """
-
-    def key_query_companion(self) -> CallerProjectLookup | None:
-        self.caller_lookup = project_lookup(self.kwargs.get("project_id"))
-        return self.caller_lookup
 
     @cached_property
     def project(self) -> Project:
         project_id = parse_project_id(self.request, self.kwargs["project_id"])
-        lookup = self.__dict__.pop("caller_lookup", None)
-        if lookup is not None and lookup.loaded:
-            project = lookup.project
-        else:
-            project = visible_projects(self.request).select_related("organization").filter(pk=project_id).first()
+        project = visible_projects(self.request).select_related("organization").filter(pk=project_id).first()
         if project is None:
             raise exceptions.NotFound("Project not found.")
         return project

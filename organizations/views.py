@@ -8,16 +8,7 @@ from rest_framework.response import Response
 from organizations.filters import ActivityLogFilterSet, MemberFilterSet
 from organizations.models import Domain, Invite, Membership, Organization, Project
 from organizations.permissions import CanChangeMember, CanInviteAtLevel, KeyMayCreateOrganizations
-from organizations.selectors import (
-    active_member_count,
-    caller_organizations,
-    invites_pending,
-    organization_values,
-    organizations_of,
-    projects_by_organization,
-    scoped_organization_ids,
-    with_organization_stats,
-)
+from organizations.selectors import with_member_count
 from organizations.serializers import (
     BulkInviteSerializer,
     DomainSerializer,
@@ -46,10 +37,8 @@ from organizations.tenancy import (
     OrganizationScopedViewSet,
     TenantViewSet,
     key_scoped_organizations,
-    membership_lookup,
     parse_organization_id,
     parse_project_id,
-    project_lookup,
     visible_memberships,
     visible_organizations,
     visible_projects,
@@ -77,44 +66,7 @@ class OrganizationViewSet(TenantViewSet, ListMixin, CreateMixin, RetrieveMixin, 
     required_level = {"update": ADMIN, "partial_update": ADMIN, "destroy": OWNER}
 
     def get_queryset(self):
-        return with_organization_stats(visible_organizations(self.request)).order_by("name", "id")
-
-    def list(self, request, *args, **kwargs):
-        """A page of plain values, and the page's projects in one more query, both compiled once per connection (and
-        set of organizations the key is limited to): no model instance or serializer per organization."""
-        scoped = scoped_organization_ids(request.auth)
-        scoped = None if scoped is None else tuple(sorted(scoped))
-        page = self.paginator.paginate_rows(
-            lambda user: self.filter_queryset(organizations_of(user, scoped)),
-            request,
-            lambda ids, user: organization_values(ids, user, OrganizationSerializer.PAGE_COLUMNS),
-            view=self,
-            arguments={"user": request.user.pk},
-            shape=(scoped,),
-        )
-        projects = projects_by_organization(request.user.pk, [row["id"] for row in page])
-        return self.get_paginated_response(self.get_serializer().represent_page(page, projects))
-
-    def key_query_companion(self):
-        """For a read of one organization: the caller's membership of it, with it, in the API key's query."""
-        if self.action != "retrieve":
-            return None
-        self.caller_lookup = membership_lookup(self.kwargs.get(self.lookup_url_kwarg or self.lookup_field))
-        return self.caller_lookup
-
-    def retrieve(self, request, *args, **kwargs):
-        """The organization as its list page shows it, from the membership read with the API key and two queries
-        compiled once per connection (member count, projects): no queryset, prefetch or serializer per request.
-        Other authentication, and an organization the caller cannot see, take the queryset's way."""
-        lookup = self.__dict__.pop("caller_lookup", None)
-        if lookup is None or not lookup.loaded or lookup.membership is None:
-            return super().retrieve(request, *args, **kwargs)
-        organization = lookup.membership.organization  # with the caller's `membership_level`, as a queryset annotates
-        self.check_object_permissions(request, organization)
-        row = {name: getattr(organization, name) for name in [*OrganizationSerializer.PAGE_COLUMNS, "membership_level"]}
-        row["member_count"] = active_member_count(organization.pk)
-        projects = projects_by_organization(request.user.pk, [organization.pk])
-        return self.object_response(data=self.get_serializer().represent_page([row], projects)[0])
+        return with_member_count(visible_organizations(self.request)).order_by("name", "id")
 
     def lookup_value(self, value):
         return parse_organization_id(self.request, value)
@@ -144,19 +96,6 @@ class OrganizationProjectViewSet(
     def get_queryset(self):
         return self.organization.projects.order_by("id")
 
-    def list(self, request, *args, **kwargs):
-        """A page of plain values (see workspace.api.serializers.represent_rows)."""
-        page = self.paginator.paginate_rows(
-            lambda organization: self.filter_queryset(
-                Project.objects.filter(organization_id=organization).order_by("id")
-            ),
-            request,
-            lambda ids, organization: Project.objects.filter(pk__in=ids).values(*ProjectSerializer.PAGE_COLUMNS),
-            view=self,
-            arguments={"organization": self.organization.pk},
-        )
-        return self.get_paginated_response(self.get_serializer().represent_page(page))
-
     def lookup_value(self, value):
         return parse_project_id(self.request, value)
 
@@ -181,26 +120,6 @@ class ProjectViewSet(TenantViewSet, RetrieveMixin, UpdateMixin, DestroyMixin):
 
     def get_queryset(self):
         return visible_projects(self.request).order_by("id")
-
-    def key_query_companion(self):
-        """For a read of one project: the project, with the caller's membership of its organization, in the API key's
-        query."""
-        if self.action != "retrieve":
-            return None
-        self.caller_lookup = project_lookup(self.kwargs.get(self.lookup_url_kwarg or self.lookup_field))
-        return self.caller_lookup
-
-    def retrieve(self, request, *args, **kwargs):
-        """The project read with the API key (with the caller's `membership_level`, as visible_projects annotates
-        it), represented as its list page shows it: no query of its own. Other authentication, and a project the
-        caller cannot see, take the queryset's way."""
-        lookup = self.__dict__.pop("caller_lookup", None)
-        if lookup is None or not lookup.loaded or lookup.project is None:
-            return super().retrieve(request, *args, **kwargs)
-        project = lookup.project
-        self.check_object_permissions(request, project)
-        row = {name: getattr(project, name) for name in ProjectSerializer.PAGE_COLUMNS}
-        return self.object_response(data=self.get_serializer().represent_page([row])[0])
 
     def lookup_value(self, value):
         return parse_project_id(self.request, value)
@@ -229,22 +148,7 @@ class MemberViewSet(OrganizationScopedViewSet, ListMixin, UpdateMixin, DestroyMi
     serialize_writes = True
 
     def get_queryset(self):
-        return self.organization.memberships.select_related("user").order_by("-joined_at", "id")
-
-    def list(self, request, *args, **kwargs):
-        """A page of plain values with each member's public user columns (no password, no model instances)."""
-        columns = MemberSerializer.page_columns()
-        fields = ("id", "level", "joined_at", "updated_at")
-        page = self.paginator.paginate_rows(
-            lambda organization: self.filter_queryset(
-                Membership.objects.filter(organization_id=organization).order_by("-joined_at", "id")
-            ),
-            request,
-            lambda ids, organization: Membership.objects.filter(pk__in=ids).values(*fields, **columns),
-            view=self,
-            arguments={"organization": self.organization.pk},
-        )
-        return self.get_paginated_response(self.get_serializer().represent_page(page))
+        return self.organization.memberships.order_by("-joined_at", "id")
 
     def lookup_value(self, value):
         return self.request.user.uuid if value == "@me" else value
@@ -268,20 +172,7 @@ class InviteViewSet(OrganizationScopedViewSet, ListMixin, CreateMixin, DestroyMi
     activity_scope = "Invite"
 
     def get_queryset(self):
-        return invites_pending(self.organization.pk).select_related("created_by")
-
-    def list(self, request, *args, **kwargs):
-        """A page of plain values with each creator's public columns (no password, no model instances)."""
-        rows = self.paginator.paginate_rows(
-            lambda organization: self.filter_queryset(invites_pending(organization)),
-            request,
-            lambda page, organization: Invite.objects.filter(pk__in=page).values(
-                *InviteSerializer.PAGE_COLUMNS, **InviteSerializer.page_columns()
-            ),
-            view=self,
-            arguments={"organization": self.organization.pk},
-        )
-        return self.get_paginated_response(self.get_serializer().represent_page(rows))
+        return self.organization.invites.filter(accepted_at__isnull=True).order_by("-created_at", "id")
 
     def create_object(self, data):
         return invite_create(actor=self.request.user, organization=self.organization, **data)
@@ -303,6 +194,7 @@ class InviteViewSet(OrganizationScopedViewSet, ListMixin, CreateMixin, DestroyMi
         single = isinstance(request.data, dict)
         serializer = BulkInviteSerializer(data=[request.data] if single else request.data)
         serializer.is_valid(raise_exception=True)
+        self.check_input_permissions(serializer.validated_data)
         invites = invites_bulk_create(
             actor=request.user, organization=self.organization, invites=serializer.validated_data
         )
@@ -320,19 +212,6 @@ class DomainViewSet(OrganizationScopedViewSet, ListMixin, CreateMixin, RetrieveM
 
     def get_queryset(self):
         return self.organization.domains.order_by("domain", "id")
-
-    def list(self, request, *args, **kwargs):
-        """A page of plain values (see workspace.api.serializers.represent_rows)."""
-        page = self.paginator.paginate_rows(
-            lambda organization: self.filter_queryset(
-                Domain.objects.filter(organization_id=organization).order_by("domain", "id")
-            ),
-            request,
-            lambda ids, organization: Domain.objects.filter(pk__in=ids).values(*DomainSerializer.PAGE_COLUMNS),
-            view=self,
-            arguments={"organization": self.organization.pk},
-        )
-        return self.get_paginated_response(self.get_serializer().represent_page(page))
 
     def create_object(self, data):
         return domain_create(actor=self.request.user, organization=self.organization, **data)
@@ -355,7 +234,7 @@ class ActivityViewSet(OrganizationScopedViewSet, ListMixin):
     required_level = {"list": ADMIN}
 
     def get_queryset(self):
-        return ActivityLog.objects.filter(organization_id=self.organization.id).select_related("user")
+        return ActivityLog.objects.filter(organization_id=self.organization.id)
 
 
 class InviteAcceptViewSet(TenantViewSet):
@@ -366,7 +245,7 @@ class InviteAcceptViewSet(TenantViewSet):
     activity_scope = "Membership"
 
     def get_queryset(self):
-        return Membership.objects.select_related("user")
+        return Membership.objects.all()
 
     def activity_context(self, instance) -> dict:
         return {"organization_id": instance.organization_id}
@@ -396,6 +275,8 @@ class UserViewSet(TenantViewSet, RetrieveMixin, UpdateMixin):
     activity_scope = "User"
 
     def memberships_prefetch(self) -> Prefetch:
+        """The memberships `MeSerializer` shows, oldest first, with their organizations and projects: which ones
+        depends on the request (a key may be limited to some organizations), so it is built for each request."""
         memberships = (
             visible_memberships(self.request)
             .select_related("organization")
@@ -409,17 +290,6 @@ class UserViewSet(TenantViewSet, RetrieveMixin, UpdateMixin):
 
     def lookup_value(self, value):
         return self.request.user.pk
-
-    def retrieve(self, request, *args, **kwargs):
-        """The user that authentication has just read, with their organizations and projects as plain values in two
-        queries compiled once per connection (organizations.selectors.caller_organizations): the same
-        representation, and ETag, as the write path's."""
-        user = request.user
-        if type(user) is not User:
-            return super().retrieve(request, *args, **kwargs)
-        self.check_object_permissions(request, user)
-        organizations = caller_organizations(user.pk, request.auth)
-        return self.object_response(data=self.get_serializer().represent_read(user, organizations))
 
     def update_object(self, instance, changes):
         user_set_current(

@@ -2,6 +2,7 @@ import uuid
 
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from pipelines.exporters.query import QueryError, validate_query
@@ -70,6 +71,29 @@ class BatchExport(models.Model):
         return self.project_id
 
 
+class BatchExportBackfillQuerySet(models.QuerySet):
+    def with_progress(self):
+        """Each backfill with `total_runs` and `finished_runs` (its runs no longer starting or running): counted in
+        subqueries rather than a join with GROUP BY, so that a write can still read the backfill under
+        `SELECT ... FOR UPDATE`."""
+        return self.annotate(
+            total_runs=_runs_of_backfill(models.Q()),
+            finished_runs=_runs_of_backfill(~models.Q(status__in=BatchExportRun.UNFINISHED)),
+        )
+
+
+def _runs_of_backfill(condition: models.Q) -> Coalesce:
+    """How many runs of the outer backfill meet `condition`."""
+    runs = (
+        BatchExportRun.objects.filter(condition, backfill=models.OuterRef("pk"))
+        .order_by()
+        .values("backfill")
+        .annotate(count=models.Count("pk"))
+        .values("count")
+    )
+    return Coalesce(models.Subquery(runs, output_field=models.IntegerField()), models.Value(0))
+
+
 class BatchExportBackfill(models.Model):
     """A request to export a past range again; its runs are the intervals of the range."""
 
@@ -83,6 +107,8 @@ class BatchExportBackfill(models.Model):
     last_updated_at = models.DateTimeField(auto_now=True)
     # The Temporal workflow that executes the backfill's runs (`pipelines.temporal`).
     workflow_id = models.CharField(max_length=200, blank=True, default="")
+
+    objects = BatchExportBackfillQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at", "id"]

@@ -1,3 +1,5 @@
+from django.db.models import Window
+from django.db.models.functions import RowNumber
 from django.utils.dateparse import parse_datetime
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
@@ -15,8 +17,7 @@ from pipelines.models import (
     PluginConfig,
 )
 from workspace.api.fields import StrictCharField
-from workspace.api.renderers import FloatsKnown, RenderedJSON
-from workspace.api.serializers import ModelSerializer, represent_rows, representer
+from workspace.api.serializers import ModelSerializer
 from workspace.models import ActivityLog
 from workspace.serializers import UserBasicSerializer
 
@@ -46,8 +47,18 @@ class BatchExportRunSerializer(ModelSerializer):
         read_only_fields = fields
 
 
-# What each of an export's latest runs shows, by field name, as a page reads them (BatchExportRunSerializer's fields).
-LATEST_RUN_COLUMNS = list(BatchExportRunSerializer.Meta.fields)
+class LatestRunsSerializer(serializers.ListSerializer):
+    """An export's `LATEST_RUNS` newest runs, read for a whole page of exports in one query (`related_queryset`,
+    which `read_queryset` prefetches): each export's runs numbered newest first, up to `LATEST_RUNS`."""
+
+    def related_queryset(self):
+        newest_first = BatchExportRun.NEWEST_FIRST
+        rank = Window(RowNumber(), partition_by="batch_export", order_by=newest_first)
+        return BatchExportRun.objects.annotate(rank=rank).filter(rank__lte=LATEST_RUNS).order_by(*newest_first)
+
+    def to_representation(self, data):
+        # Prefetched, these are the latest runs already; otherwise they are read here.
+        return super().to_representation(data.all()[:LATEST_RUNS])
 
 
 @extend_schema_field(OpenApiTypes.OBJECT)
@@ -91,7 +102,7 @@ class BatchExportSerializer(ModelSerializer):
         help_text="What is exported: events (also when blank or null).",
     )
     hogql_query = StrictCharField(required=False, allow_blank=True, trim_whitespace=False)
-    latest_runs = serializers.SerializerMethodField()
+    latest_runs = LatestRunsSerializer(child=BatchExportRunSerializer(), source="runs", read_only=True)
     schema = serializers.JSONField(read_only=True, allow_null=True)
 
     class Meta:
@@ -115,13 +126,6 @@ class BatchExportSerializer(ModelSerializer):
         ]
         read_only_fields = ["id", "team_id", "created_at", "last_updated_at", "latest_runs", "schema"]
 
-    @extend_schema_field(BatchExportRunSerializer(many=True))
-    def get_latest_runs(self, batch_export: BatchExport):
-        runs = getattr(batch_export, "prefetched_latest_runs", None)
-        if runs is None:
-            runs = batch_export.runs.order_by(*BatchExportRun.NEWEST_FIRST)[:LATEST_RUNS]
-        return BatchExportRunSerializer(runs, many=True).data
-
     def validate_model(self, value: str | None) -> str:
         return value or BatchExport.Model.EVENTS
 
@@ -132,54 +136,6 @@ class BatchExportSerializer(ModelSerializer):
         except QueryError as exc:
             raise serializers.ValidationError(str(exc), code="invalid") from exc
         return value
-
-    # What a list page reads of each export (`batch_exports_page`), by field name.
-    PAGE_COLUMNS = {
-        "id": "id",
-        "team_id": "project_id",
-        "name": "name",
-        "model": "model",
-        "destination_type": "destination_type",
-        "destination_config": "destination_config",
-        "interval": "interval",
-        "paused": "paused",
-        "created_at": "created_at",
-        "last_updated_at": "last_updated_at",
-        "last_paused_at": "last_paused_at",
-        "start_at": "start_at",
-        "end_at": "end_at",
-        "hogql_query": "hogql_query",
-        "schema": "schema",
-    }
-
-    def represent_page(self, rows: list[dict], latest_runs: dict) -> list[dict]:
-        """A list page from `PAGE_COLUMNS` values and either `{export id: [run value tuples in the order of
-        LATEST_RUN_COLUMNS]}` (pipelines.selectors.latest_runs_by_export) or `{export id as text: RenderedJSON of
-        its runs}` (pipelines.rendered_runs), as `.data` of the instances would be, without a serializer per export
-        and per run (see workspace.api.serializers.represent_rows)."""
-        destinations = represent_rows(
-            representer(BatchExportDestinationSerializer),
-            [{"type": row["destination_type"], "config": row["destination_config"]} for row in rows],
-        )
-        if all(type(runs) is RenderedJSON for runs in latest_runs.values()):
-            for row, destination in zip(rows, destinations, strict=True):
-                row["destination"] = destination
-                row["latest_runs"] = latest_runs[str(row["id"])]
-            return represent_rows(self, rows, ready=frozenset({"destination", "latest_runs"}))
-        runs = represent_rows(
-            representer(BatchExportRunSerializer),
-            [run for row in rows for run in latest_runs[row["id"]]],
-            columns=LATEST_RUN_COLUMNS,
-        )
-        # When the runs hold no odd float, each export's are a list with nothing left to look at.
-        runs_list = list if runs.holds_odd_float() else FloatsKnown
-        start = 0
-        for row, destination in zip(rows, destinations, strict=True):
-            row["destination"] = destination
-            end = start + len(latest_runs[row["id"]])
-            row["latest_runs"] = runs_list(runs[start:end])
-            start = end
-        return represent_rows(self, rows, ready=frozenset({"destination", "latest_runs"}))
 
     def validate(self, attrs):
         instance = self.instance
@@ -234,7 +190,7 @@ class BatchExportBackfillProgressSerializer(serializers.Serializer):
 class BatchExportBackfillSerializer(ModelSerializer):
     """A backfill with its progress: its runs that finished (in any status) out of all of them.
 
-    `total_runs` and `finished_runs` are annotations of the queryset (`pipelines.selectors.backfills_with_progress`),
+    `total_runs` and `finished_runs` are annotations of the queryset (`BatchExportBackfill.objects.with_progress()`),
     so a list costs one query whatever its length.
     """
 
@@ -272,7 +228,7 @@ class BatchExportBackfillSerializer(ModelSerializer):
 class BatchExportRunLogSerializer(ModelSerializer):
     """A log line of a run, in the reference API's log entry shape (the export is its source, the run its instance)."""
 
-    log_source_id = serializers.UUIDField(read_only=True)
+    log_source_id = serializers.UUIDField(source="run.batch_export_id", read_only=True)
     instance_id = serializers.UUIDField(source="run_id", read_only=True)
 
     class Meta:
@@ -314,16 +270,25 @@ class PluginSerializer(ModelSerializer):
         read_only_fields = ["id", "url", "latest_tag", "organization_id", "organization_name"]
 
 
+@extend_schema_field({"type": "object", "additionalProperties": {"type": "string"}})
+class PluginSourceField(serializers.Field):
+    """The plugin's source files, `{filename: text}`."""
+
+    prefetch_related = ("source_files",)
+
+    def __init__(self, **kwargs):
+        super().__init__(source="*", read_only=True, **kwargs)
+
+    def to_representation(self, plugin: Plugin) -> dict:
+        return {file.filename: file.source for file in plugin.source_files.all()}
+
+
 class PluginWithSourceSerializer(PluginSerializer):
-    source = serializers.SerializerMethodField()
+    source = PluginSourceField()
 
     class Meta(PluginSerializer.Meta):
         fields = [*PluginSerializer.Meta.fields, "source"]
         read_only_fields = [*PluginSerializer.Meta.read_only_fields, "source"]
-
-    @extend_schema_field({"type": "object", "additionalProperties": {"type": "string"}})
-    def get_source(self, plugin: Plugin) -> dict:
-        return {file.filename: file.source for file in plugin.source_files.all()}
 
 
 class SourceTextField(serializers.CharField):
@@ -355,23 +320,32 @@ def secret_config_keys(config_schema) -> set[str]:
     return {item["key"] for item in config_schema if isinstance(item, dict) and item.get("secret") and "key" in item}
 
 
+@extend_schema_field(OpenApiTypes.OBJECT)
+class PluginConfigValuesField(serializers.Field):
+    """A configuration's values but those its plugin's config schema marks secret."""
+
+    prefetch_related = ("plugin",)
+
+    def __init__(self, **kwargs):
+        super().__init__(source="*", read_only=True, **kwargs)
+
+    def to_representation(self, plugin_config: PluginConfig) -> dict:
+        secrets = secret_config_keys(plugin_config.plugin.config_schema)
+        return {key: value for key, value in (plugin_config.config or {}).items() if key not in secrets}
+
+
 class PluginConfigSerializer(ModelSerializer):
     """An enabled plugin configuration, as listed by exports_unsubscribe_configs (secret values left out)."""
 
     plugin = serializers.IntegerField(source="plugin_id", read_only=True)
-    plugin_name = StrictCharField(source="plugin.name", read_only=True)
+    plugin_name = StrictCharField(source="plugin.name", read_only=True)  # off the plugin that `config` prefetches
     team_id = serializers.IntegerField(source="project_id", read_only=True)
-    config = serializers.SerializerMethodField()
+    config = PluginConfigValuesField()
 
     class Meta:
         model = PluginConfig
         fields = ["id", "plugin", "plugin_name", "team_id", "enabled", "order", "config", "created_at", "updated_at"]
         read_only_fields = fields
-
-    @extend_schema_field(OpenApiTypes.OBJECT)
-    def get_config(self, plugin_config: PluginConfig) -> dict:
-        secrets = secret_config_keys(plugin_config.plugin.config_schema)
-        return {key: value for key, value in (plugin_config.config or {}).items() if key not in secrets}
 
 
 class PluginActivitySerializer(ModelSerializer):

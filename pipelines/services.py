@@ -31,7 +31,7 @@ from pipelines.partitions import events_ensure_partitions, months_of
 from pipelines.temporal import orchestration
 from pipelines.temporal.inputs import backfill_workflow_id, run_workflow_id
 from workspace.api.exceptions import UnavailableError
-from workspace.api.rows import prepared_cursor
+from workspace.db import prepared_cursor
 
 INTERVALS = {
     BatchExport.Interval.HOUR: dt.timedelta(hours=1),

@@ -1,32 +1,27 @@
-import uuid
 from functools import cached_property
 
-from django.db.models import F, Prefetch, QuerySet
+from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import exceptions
 from rest_framework.decorators import action
+from rest_framework.generics import get_object_or_404
 from rest_framework.response import Response
 
 from organizations.tenancy import OrganizationScopedViewSet, ProjectScopedViewSet
 from pipelines.destinations import public_config
 from pipelines.filters import BatchExportFilterSet, EventFilterSet, PluginFilterSet
-from pipelines.models import BatchExport, BatchExportBackfill, BatchExportRun, Event, Plugin, PluginConfig
-from pipelines.permissions import PluginsAccessPermission
-from pipelines.rendered_runs import latest_runs_rendered
-from pipelines.selectors import (
-    backfills_with_progress,
-    batch_export_run_values,
-    batch_export_values,
-    export_backfill,
-    latest_runs_by_export,
-    project_batch_export,
-    run_column,
-    run_log_lines,
+from pipelines.models import (
+    BatchExport,
+    BatchExportBackfill,
+    BatchExportRun,
+    BatchExportRunLog,
+    Event,
+    Plugin,
+    PluginConfig,
 )
+from pipelines.permissions import PluginsAccessPermission
 from pipelines.serializers import (
-    LATEST_RUN_COLUMNS,
-    LATEST_RUNS,
     BatchExportBackfillRangeSerializer,
     BatchExportBackfillSerializer,
     BatchExportRunLogSerializer,
@@ -58,7 +53,6 @@ from pipelines.services import (
     plugin_upgrade,
 )
 from workspace.api.pagination import UncountedLimitOffsetPagination
-from workspace.api.serializers import represent_rows, representer
 from workspace.api.viewsets import CreateMixin, DestroyMixin, ListMixin, RetrieveMixin, UpdateMixin
 from workspace.models import ActivityLog
 from workspace.services import secret_mask
@@ -75,7 +69,7 @@ PROJECT_ACTIONS = ["list", "create", "retrieve", "update", "partial_update", "de
 class BatchExportViewSetMixin(ListMixin, CreateMixin, RetrieveMixin, UpdateMixin, DestroyMixin):
     """The operations on batch exports, shared by the organization route and the project route.
 
-    A route says which exports it sees (`batch_exports`) and where a new one goes (`create_object`); both routes
+    A route says which exports it sees (`get_queryset`) and where a new one goes (`create_object`); both routes
     show the same records, so an export created through either is found through both.
     """
 
@@ -84,58 +78,6 @@ class BatchExportViewSetMixin(ListMixin, CreateMixin, RetrieveMixin, UpdateMixin
     serializer_class = BatchExportSerializer
     filterset_class = BatchExportFilterSet
     queryset = BatchExport.objects.none()
-
-    # The exports a route sees: those whose `route_filter` is `route_owner()`.
-    route_filter: str
-
-    def route_owner(self):
-        raise NotImplementedError(f"{type(self).__name__} must say which exports its route sees.")
-
-    def batch_exports(self) -> QuerySet[BatchExport]:
-        return BatchExport.objects.filter(**{self.route_filter: self.route_owner()})
-
-    def get_queryset(self):
-        latest_runs = BatchExportRun.objects.order_by(*BatchExportRun.NEWEST_FIRST)[:LATEST_RUNS]
-        return (
-            self.batch_exports()
-            .prefetch_related(Prefetch("runs", queryset=latest_runs, to_attr="prefetched_latest_runs"))
-            .order_by("-created_at", "id")
-        )
-
-    def list(self, request, *args, **kwargs):
-        """A page of exports read as plain values with their count in one query (LimitOffsetPagination.paginate_rows),
-        and their latest runs in one more (see `BatchExportSerializer.represent_page`): the same representation as
-        for one export."""
-        columns = BatchExportSerializer.PAGE_COLUMNS
-        same = [name for name, source in columns.items() if name == source]
-        renamed = {name: F(source) for name, source in columns.items() if name != source}
-        page = self.paginator.paginate_rows(
-            lambda owner: self.filter_queryset(
-                BatchExport.objects.filter(**{self.route_filter: owner}).order_by("-created_at", "id")
-            ),
-            request,
-            lambda ids, owner: BatchExport.objects.filter(pk__in=ids).values(*same, **renamed),
-            view=self,
-            arguments={"owner": self.route_owner()},
-        )
-        export_ids = [row["id"] for row in page]
-        latest_runs = latest_runs_rendered(export_ids, count=LATEST_RUNS)
-        if latest_runs is None:
-            latest_runs = latest_runs_by_export(export_ids, count=LATEST_RUNS, columns=LATEST_RUN_COLUMNS)
-        return self.get_paginated_response(self.get_serializer().represent_page(page, latest_runs))
-
-    def retrieve(self, request, *args, **kwargs):
-        """The export as its list page shows it: its row as plain values, then its latest runs, each in one query
-        compiled once per connection, represented without model instances: the same representation, and ETag, as
-        the write path's."""
-        export_id = self.detail_id(BatchExport, uuid.UUID)
-        row = batch_export_values(self.route_filter, self.route_owner(), export_id, BatchExportSerializer.PAGE_COLUMNS)
-        if row is None:
-            raise self.not_found(BatchExport)
-        self.check_object_permissions(request, BatchExport(pk=row["id"], project_id=row["team_id"]))
-        # Plain values, not the JSON a list page keeps: an ETag is the digest of the representation's values.
-        latest_runs = latest_runs_by_export([row["id"]], count=LATEST_RUNS, columns=LATEST_RUN_COLUMNS)
-        return self.object_response(data=self.get_serializer().represent_page([row], latest_runs)[0])
 
     def activity_context(self, instance) -> dict:
         return {"organization_id": self.organization.id, "project_id": instance.project_id}
@@ -186,10 +128,9 @@ class BatchExportViewSetMixin(ListMixin, CreateMixin, RetrieveMixin, UpdateMixin
 
 class OrganizationBatchExportViewSet(BatchExportViewSetMixin, OrganizationScopedViewSet):
     # /api/organizations/{organization_id}/batch_exports/: the exports of all the organization's projects
-    route_filter = "project__organization_id"
 
-    def route_owner(self):
-        return self.organization.pk
+    def get_queryset(self):
+        return BatchExport.objects.filter(project__organization=self.organization).order_by("-created_at", "id")
 
     def create_object(self, data):
         return batch_export_create_in_organization(actor=self.request.user, organization=self.organization, **data)
@@ -203,38 +144,21 @@ class OrganizationBatchExportViewSet(BatchExportViewSetMixin, OrganizationScoped
         filter_backends=[],
     )
     def runs(self, request, *args, **kwargs):
-        return runs_page_response(self, self.get_object())
+        # Not `export.runs`: get_object prefetched the export's latest runs there, and that manager holds only those.
+        runs = BatchExportRun.objects.filter(batch_export=self.get_object()).order_by(*BatchExportRun.NEWEST_FIRST)
+        page = self.paginate_queryset(self.read_queryset(runs, serializer_class=BatchExportRunSerializer))
+        return self.get_paginated_response(BatchExportRunSerializer(page, many=True).data)
 
 
 @extend_schema_view(**{name: extend_schema(parameters=[PROJECT_ID]) for name in PROJECT_ACTIONS})
 class ProjectBatchExportViewSet(BatchExportViewSetMixin, ProjectScopedViewSet):
     # /api/projects/{project_id}/batch_exports/: the project's exports (runs and backfills are routes of their own)
-    route_filter = "project_id"
 
-    def route_owner(self):
-        return self.project.pk
+    def get_queryset(self):
+        return self.project.batch_exports.order_by("-created_at", "id")
 
     def create_object(self, data):
         return batch_export_create(actor=self.request.user, project=self.project, **data)
-
-
-def runs_page_response(view, batch_export: BatchExport):
-    """A page of an export's runs, newest first, read as plain values with their count in one query, represented
-    through BatchExportRunSerializer's fields (workspace.api.serializers.represent_rows): the same items as the
-    serializer gives for instances."""
-    columns = [run_column(name) for name in LATEST_RUN_COLUMNS]
-    page = view.paginator.paginate_rows(
-        lambda export: view.filter_queryset(
-            BatchExportRun.objects.filter(batch_export_id=export).order_by(*BatchExportRun.NEWEST_FIRST)
-        ),
-        view.request,
-        lambda ids, export: BatchExportRun.objects.filter(pk__in=ids).values(*columns),
-        view=view,
-        arguments={"export": batch_export.pk},
-    )
-    for row in page:
-        row["batch_export"] = row.pop("batch_export_id")
-    return view.get_paginated_response(represent_rows(representer(BatchExportRunSerializer), page))
 
 
 class BatchExportScopedMixin:
@@ -244,13 +168,9 @@ class BatchExportScopedMixin:
     @cached_property
     def batch_export(self) -> BatchExport:
         try:
-            export_id = uuid.UUID(str(self.kwargs["batch_export_id"]))
-        except ValueError as error:
+            return get_object_or_404(self.project.batch_exports.all(), pk=self.kwargs["batch_export_id"])
+        except Http404 as error:
             raise exceptions.NotFound("Batch export not found.") from error
-        batch_export = project_batch_export(project_id=self.project.pk, export_id=export_id)
-        if batch_export is None:
-            raise exceptions.NotFound("Batch export not found.")
-        return batch_export
 
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)
@@ -277,20 +197,6 @@ class BatchExportRunViewSet(BatchExportScopedMixin, ProjectScopedViewSet, ListMi
 
     def get_queryset(self):
         return self.batch_export.runs.order_by(*BatchExportRun.NEWEST_FIRST)
-
-    def list(self, request, *args, **kwargs):
-        return runs_page_response(self, self.batch_export)
-
-    def retrieve(self, request, *args, **kwargs):
-        """The run as its export's runs page shows it, in one query compiled once per connection, represented
-        without a model instance: the same representation, and ETag, as the write path's."""
-        columns = [run_column(name) for name in LATEST_RUN_COLUMNS]
-        row = batch_export_run_values(self.batch_export.pk, self.detail_id(BatchExportRun, uuid.UUID), columns)
-        if row is None:
-            raise self.not_found(BatchExportRun)
-        self.check_object_permissions(request, BatchExportRun(pk=row["id"], batch_export=self.batch_export))
-        row["batch_export"] = row.pop("batch_export_id")
-        return self.object_response(data=represent_rows(representer(BatchExportRunSerializer), [row])[0])
 
     @extend_schema(
         parameters=[PROJECT_ID, BATCH_EXPORT_ID, RUN_ID],
@@ -328,7 +234,8 @@ class BatchExportRunViewSet(BatchExportScopedMixin, ProjectScopedViewSet, ListMi
         filter_backends=[],
     )
     def logs(self, request, *args, **kwargs):
-        page = self.paginate_queryset(run_log_lines(self.get_object()))
+        lines = self.get_object().log_lines.order_by(*BatchExportRunLog.NEWEST_FIRST)
+        page = self.paginate_queryset(self.read_queryset(lines, serializer_class=BatchExportRunLogSerializer))
         return self.get_paginated_response(BatchExportRunLogSerializer(page, many=True).data)
 
 
@@ -350,25 +257,13 @@ class BatchExportBackfillViewSet(BatchExportScopedMixin, ProjectScopedViewSet, L
     queryset = BatchExportBackfill.objects.none()
 
     def get_queryset(self):
-        return backfills_with_progress(self.batch_export.backfills.all()).order_by("-created_at", "id")
+        return self.batch_export.backfills.with_progress().order_by("-created_at", "id")
 
     def get_serializer_class(self):
         return BatchExportBackfillRangeSerializer if self.action == "create" else BatchExportBackfillSerializer
 
     def create_object(self, data):
         return batch_export_backfill(actor=self.request.user, batch_export=self.batch_export, **data)
-
-    def retrieve(self, request, *args, **kwargs):
-        """The backfill with its progress, from one query compiled once per connection, with the export the route
-        resolved: the same representation, and ETag, as the write path's."""
-        backfill = export_backfill(
-            export_id=self.batch_export.pk, backfill_id=self.detail_id(BatchExportBackfill, uuid.UUID)
-        )
-        if backfill is None:
-            raise self.not_found(BatchExportBackfill)
-        backfill.batch_export = self.batch_export
-        self.check_object_permissions(request, backfill)
-        return self.object_response(backfill)
 
     @extend_schema(
         parameters=[PROJECT_ID, BATCH_EXPORT_ID, BACKFILL_ID],
@@ -399,28 +294,7 @@ class PluginViewSet(OrganizationScopedViewSet, ListMixin, CreateMixin, RetrieveM
     collection: str = ""
 
     def get_queryset(self):
-        return (
-            Plugin.objects.filter(organization=self.organization, collection=self.collection)
-            .select_related("organization")
-            .order_by("name", "id")
-        )
-
-    def list(self, request, *args, **kwargs):
-        """A page of plain values represented through the serializer fields, without a serializer or model
-        instance per plugin (see workspace.api.serializers.represent_rows)."""
-        columns = [name for name in PluginSerializer.Meta.fields if name != "organization_name"]
-        page = self.paginator.paginate_rows(
-            lambda organization: self.filter_queryset(
-                Plugin.objects.filter(organization_id=organization, collection=self.collection).order_by("name", "id")
-            ),
-            request,
-            lambda page, organization: Plugin.objects.filter(pk__in=page).values(*columns),
-            view=self,
-            arguments={"organization": self.organization.pk},
-        )
-        for row in page:
-            row["organization_name"] = self.organization.name  # every plugin listed is the organization's
-        return self.get_paginated_response(represent_rows(self.get_serializer(), page))
+        return self.organization.plugins.filter(collection=self.collection).order_by("name", "id")
 
     def get_save_kwargs(self) -> dict:
         return {"organization": self.organization, "collection": self.collection}
@@ -496,24 +370,19 @@ class PluginViewSet(OrganizationScopedViewSet, ListMixin, CreateMixin, RetrieveM
     )
     @action(detail=False, methods=["get"], required_scopes=["plugin:read"], pagination_class=None, filter_backends=[])
     def exports_unsubscribe_configs(self, request, *args, **kwargs):
-        configs = (
-            PluginConfig.objects.filter(
-                plugin__organization=self.organization, plugin__collection=Plugin.Collection.DESTINATION, enabled=True
-            )
-            .select_related("plugin")
-            .order_by("id")
+        configs = PluginConfig.objects.filter(
+            plugin__organization=self.organization, plugin__collection=Plugin.Collection.DESTINATION, enabled=True
+        ).order_by("id")
+        return Response(
+            PluginConfigSerializer(self.read_queryset(configs, serializer_class=PluginConfigSerializer), many=True).data
         )
-        return Response(PluginConfigSerializer(configs, many=True).data)
 
     @extend_schema(responses=PluginActivitySerializer(many=True), summary="Changes to this organization's plugins")
     @action(detail=False, methods=["get"], required_scopes=["plugin:read"], filter_backends=[])
     def activity(self, request, *args, **kwargs):
-        entries = (
-            ActivityLog.objects.filter(scope=PLUGIN_ACTIVITY_SCOPE, organization_id=self.organization.id)
-            .select_related("user")
-            .order_by("-created_at", "-id")
-        )
-        page = self.paginate_queryset(entries)
+        entries = ActivityLog.objects.filter(scope=PLUGIN_ACTIVITY_SCOPE, organization_id=self.organization.id)
+        entries = entries.order_by("-created_at", "-id")
+        page = self.paginate_queryset(self.read_queryset(entries, serializer_class=PluginActivitySerializer))
         return self.get_paginated_response(PluginActivitySerializer(page, many=True).data)
 
 
@@ -544,14 +413,4 @@ class EventViewSet(ProjectScopedViewSet, ListMixin):
     queryset = Event.objects.none()
 
     def get_queryset(self):
-        return Event.objects.filter(project=self.project).order_by(*Event.NEWEST_FIRST)
-
-    def list(self, request, *args, **kwargs):
-        """A page of plain values represented through the serializer fields, without a serializer or model
-        instance per event (see workspace.api.serializers.represent_rows)."""
-        events = self.filter_queryset(self.get_queryset())
-        columns = ["uuid" if name == "id" else name for name in EventSerializer.Meta.fields]
-        page = self.paginate_queryset(events.values(*columns))
-        for row in page:
-            row["id"] = row.pop("uuid")  # the model's own `id` only orders events; the API's is the uuid
-        return self.get_paginated_response(represent_rows(self.get_serializer(), page))
+        return self.project.events.order_by(*Event.NEWEST_FIRST)

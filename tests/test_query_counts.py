@@ -49,8 +49,9 @@ from workspace.models import ActivityLog
 
 MANY = 20
 
-# Every route authenticates (the key, with its user) and resolves its tenant (the membership or the project): under
-# /api/organizations/{id}/ and /api/projects/{id}/ in the key's own query, elsewhere in a query of its own.
+# Every route authenticates (the key, with its user, in one query) and resolves its tenant (the caller's membership
+# under /api/organizations/{id}/, the project with the caller's level under /api/projects/{id}/) in a query of its
+# own; a list then counts and reads its page, and each nested list of the page is one more query.
 KEY = "select apikeys_personalapikey"
 MEMBERSHIP = "select organizations_membership"
 PROJECT = "select organizations_project"
@@ -170,7 +171,7 @@ CASES = [
         "organizations list",
         ("organization:read",),
         lambda n, w: (organizations(w, n), "/api/organizations/")[1],
-        [KEY, "select organizations_organization", PROJECT],
+        [KEY, "count organizations_organization", "select organizations_organization", PROJECT],
     ),
     Case(
         "organization detail",
@@ -183,21 +184,21 @@ CASES = [
         "organization projects",
         ("project:read",),
         lambda n, w: (projects(w, n), f"{w.org_url}/projects/")[1],
-        [KEY, PROJECT],
+        [KEY, MEMBERSHIP, "count organizations_project", PROJECT],
     ),
     Case(
         "project detail",
         ("project:read",),
         lambda n, w: (projects(w, n), f"{w.project_url}/")[1],
-        # The project with the caller's membership comes with the key (ProjectViewSet.key_query_companion).
-        [KEY],
+        # The project itself is what tenancy resolves, with the caller's level.
+        [KEY, PROJECT],
         rows=None,
     ),
     Case(
         "members",
         ("organization_member:read",),
         lambda n, w: (members(w, n), f"{w.org_url}/members/")[1],
-        [KEY, MEMBERSHIP],
+        [KEY, MEMBERSHIP, "count organizations_membership", MEMBERSHIP],
     ),
     Case(
         "invites",
@@ -206,32 +207,32 @@ CASES = [
             [InviteFactory(organization=w.organization, created_by=w.alice) for _ in range(n)],
             f"{w.org_url}/invites/",
         )[1],
-        [KEY, "select organizations_invite"],
+        [KEY, MEMBERSHIP, "count organizations_invite", "select organizations_invite"],
     ),
     Case(
         "domains",
         ("organization:read",),
         lambda n, w: ([DomainFactory(organization=w.organization) for _ in range(n)], f"{w.org_url}/domains/")[1],
-        [KEY, "select organizations_domain"],
+        [KEY, MEMBERSHIP, "count organizations_domain", "select organizations_domain"],
     ),
     Case(
         "domain detail",
         ("organization:read",),
         lambda n, w: f"{w.org_url}/domains/{[DomainFactory(organization=w.organization) for _ in range(n)][0].id}/",
-        [KEY, "select organizations_domain"],
+        [KEY, MEMBERSHIP, "select organizations_domain"],
         rows=None,
     ),
     Case(
         "activity",
         ("organization:read",),
         lambda n, w: (activity(w, n), f"{w.org_url}/activity/")[1],
-        [KEY, "count workspace_activitylog", "select workspace_activitylog"],
+        [KEY, MEMBERSHIP, "count workspace_activitylog", "select workspace_activitylog"],
     ),
     Case(
         "users @me",
         ("user:read",),
         lambda n, w: (organizations(w, n), "/api/users/@me/")[1],
-        [KEY, MEMBERSHIP],
+        [KEY, "select workspace_user", MEMBERSHIP, PROJECT],
         rows=None,
     ),
     Case("personal api key @current", ("*",), lambda n, w: "/api/personal_api_keys/@current/", [KEY], rows=None),
@@ -240,22 +241,30 @@ CASES = [
         "dashboards",
         ("dashboard:read",),
         lambda n, w: (dashboards(w, n), f"{w.project_url}/dashboards/")[1],
-        # The page, its rows and the count in one query.
-        [KEY, "select dashboards_dashboard"],
+        # The count, the page (+creator; sharing and collaborator annotations), the page's tags.
+        [KEY, PROJECT, "count dashboards_dashboard", "select dashboards_dashboard", "select dashboards_dashboardtag"],
     ),
     Case(
         "dashboard detail",
         ("dashboard:read",),
         lambda n, w: f"{w.project_url}/dashboards/{dashboard_with_tiles(w, n).id}/",
-        # The dashboard with its tags beside its tiles with their insights' tags and dashboards (dashboards.detail).
-        [KEY, "select dashboards_dashboard"],
+        # The dashboard, its tags, its tiles (+insight, text and their users), the insights' tags and dashboards.
+        [
+            KEY,
+            PROJECT,
+            "select dashboards_dashboard",
+            "select dashboards_dashboardtag",
+            "select dashboards_dashboardtile",
+            "select dashboards_insighttag",
+            "select dashboards_dashboardtile",
+        ],
         rows=None,
     ),
     Case(
         "dashboard collaborators",
         ("dashboard:read",),
         lambda n, w: f"{w.project_url}/dashboards/{collaborators(w, n).id}/collaborators/",
-        [KEY, "select dashboards_dashboard", "select dashboards_dashboardcollaborator"],
+        [KEY, PROJECT, "select dashboards_dashboard", "select dashboards_dashboardcollaborator"],
         rows="",
     ),
     Case(
@@ -263,7 +272,7 @@ CASES = [
         ("sharing_configuration:read",),
         lambda n, w: f"{w.project_url}/dashboards/{dashboard_with_tiles(w, n).id}/sharing/",
         # The first read creates the configuration, so reads run in a transaction (a savepoint inside the test's).
-        ["savepoint", KEY, "select dashboards_dashboard", "select dashboards_sharingconfiguration", "release"],
+        ["savepoint", KEY, PROJECT, "select dashboards_dashboard", "select dashboards_sharingconfiguration", "release"],
         rows=None,
     ),
     Case(
@@ -273,8 +282,15 @@ CASES = [
             [InsightFactory(project=w.project, created_by=w.alice, tags=["a"]) for _ in range(n)],
             f"{w.project_url}/insights/",
         )[1],
-        # The page, its rows (with their tags and dashboards) and the count in one query.
-        [KEY, "select dashboards_insight"],
+        # The count, the page (+creator and last modifier), the page's tags and dashboards.
+        [
+            KEY,
+            PROJECT,
+            "count dashboards_insight",
+            "select dashboards_insight",
+            "select dashboards_insighttag",
+            "select dashboards_dashboardtile",
+        ],
     ),
     Case(
         "insight detail",
@@ -282,8 +298,8 @@ CASES = [
         lambda n, w: (
             f"{w.project_url}/insights/{dashboard_with_tiles(w, n).tiles.exclude(insight=None)[0].insight_id}/"
         ),
-        # The insight as its list page reads it, with its tags and dashboards (dashboards.detail).
-        [KEY, "select dashboards_insight"],
+        # The insight (+creator and last modifier), its tags and dashboards.
+        [KEY, PROJECT, "select dashboards_insight", "select dashboards_insighttag", "select dashboards_dashboardtile"],
         rows=None,
     ),
     # pipelines app
@@ -293,6 +309,8 @@ CASES = [
         lambda n, w: (exports(w, n), f"{w.org_url}/batch_exports/")[1],
         [
             KEY,
+            MEMBERSHIP,
+            "count pipelines_batchexport",
             "select pipelines_batchexport",
             "select pipelines_batchexportrun",
         ],
@@ -301,7 +319,7 @@ CASES = [
         "organization batch export detail",
         ("batch_export:read",),
         lambda n, w: f"{w.org_url}/batch_exports/{export_with_runs(w, n).id}/",
-        [KEY, "select pipelines_batchexport", "select pipelines_batchexportrun"],
+        [KEY, MEMBERSHIP, "select pipelines_batchexport", "select pipelines_batchexportrun"],
         rows=None,
     ),
     Case(
@@ -310,8 +328,10 @@ CASES = [
         lambda n, w: f"{w.org_url}/batch_exports/{export_with_runs(w, n).id}/runs/",
         [
             KEY,
+            MEMBERSHIP,
             "select pipelines_batchexport",
             "select pipelines_batchexportrun",
+            "count pipelines_batchexportrun",
             "select pipelines_batchexportrun",
         ],
     ),
@@ -321,6 +341,8 @@ CASES = [
         lambda n, w: (exports(w, n), f"{w.project_url}/batch_exports/")[1],
         [
             KEY,
+            PROJECT,
+            "count pipelines_batchexport",
             "select pipelines_batchexport",
             "select pipelines_batchexportrun",
         ],
@@ -329,7 +351,7 @@ CASES = [
         "project batch export detail",
         ("batch_export:read",),
         lambda n, w: f"{w.project_url}/batch_exports/{export_with_runs(w, n).id}/",
-        [KEY, "select pipelines_batchexport", "select pipelines_batchexportrun"],
+        [KEY, PROJECT, "select pipelines_batchexport", "select pipelines_batchexportrun"],
         rows=None,
     ),
     Case(
@@ -338,7 +360,9 @@ CASES = [
         lambda n, w: f"{w.project_url}/batch_exports/{export_with_runs(w, n).id}/runs/",
         [
             KEY,
+            PROJECT,
             "select pipelines_batchexport",
+            "count pipelines_batchexportrun",
             "select pipelines_batchexportrun",
         ],
     ),
@@ -348,7 +372,7 @@ CASES = [
         lambda n, w: (lambda export: f"{w.project_url}/batch_exports/{export.id}/runs/{export.runs.first().id}/")(
             export_with_runs(w, n)
         ),
-        [KEY, "select pipelines_batchexport", "select pipelines_batchexportrun"],
+        [KEY, PROJECT, "select pipelines_batchexport", "select pipelines_batchexportrun"],
         rows=None,
     ),
     Case(
@@ -359,6 +383,7 @@ CASES = [
         ),
         [
             KEY,
+            PROJECT,
             "select pipelines_batchexport",
             "select pipelines_batchexportrun",
             "count pipelines_batchexportrunlog",
@@ -376,6 +401,7 @@ CASES = [
         )(BatchExportFactory(project=w.project)),
         [
             KEY,
+            PROJECT,
             "select pipelines_batchexport",
             "count pipelines_batchexportbackfill",
             "select pipelines_batchexportbackfill",
@@ -387,14 +413,14 @@ CASES = [
         lambda n, w: (lambda pair: f"{w.project_url}/batch_exports/{pair[0].id}/backfills/{pair[1].id}/")(
             backfill_with_runs(w, n)
         ),
-        [KEY, "select pipelines_batchexport", "select pipelines_batchexportbackfill"],
+        [KEY, PROJECT, "select pipelines_batchexport", "select pipelines_batchexportbackfill"],
         rows=None,
     ),
     Case(
         "events",
         ("query:read",),
         lambda n, w: ([EventFactory(project=w.project) for _ in range(n)], f"{w.project_url}/events/")[1],
-        [KEY, "select pipelines_event"],
+        [KEY, PROJECT, "select pipelines_event"],
     ),
 ]
 for collection, route in [
@@ -407,13 +433,13 @@ for collection, route in [
             f"{route}",
             ("plugin:read",),
             lambda n, w, c=collection, r=route: (plugins(w, n, c), f"{w.org_url}/{r}/")[1],
-            [KEY, "select pipelines_plugin"],
+            [KEY, MEMBERSHIP, "count pipelines_plugin", "select pipelines_plugin"],
         ),
         Case(
             f"{route} detail",
             ("plugin:read",),
             lambda n, w, c=collection, r=route: f"{w.org_url}/{r}/{plugins(w, n, c).id}/",
-            [KEY, "select pipelines_plugin"],
+            [KEY, MEMBERSHIP, "select pipelines_plugin"],
             rows=None,
         ),
     ]
@@ -422,34 +448,34 @@ CASES += [
         "plugin source",
         ("plugin:read",),
         lambda n, w: f"{w.org_url}/pipeline_destinations/{plugin_with_files(w, n).id}/source/",
-        [KEY, "select pipelines_plugin", "select pipelines_pluginsourcefile"],
+        [KEY, MEMBERSHIP, "select pipelines_plugin", "select pipelines_pluginsourcefile"],
         rows=None,
     ),
     Case(
         "plugins repository",
         ("plugin:read",),
         lambda n, w: (plugins(w, n), f"{w.org_url}/pipeline_destinations/repository/")[1],
-        [KEY],
+        [KEY, MEMBERSHIP],
         rows="",
     ),
     Case(
         "plugins exports unsubscribe configs",
         ("plugin:read",),
         lambda n, w: (plugins(w, n), f"{w.org_url}/pipeline_destinations/exports_unsubscribe_configs/")[1],
-        [KEY, "select pipelines_pluginconfig"],
+        [KEY, MEMBERSHIP, "select pipelines_pluginconfig"],
         rows="",
     ),
     Case(
         "plugins activity",
         ("plugin:read",),
         lambda n, w: (activity(w, n, "Plugin"), f"{w.org_url}/pipeline_destinations/activity/")[1],
-        [KEY, "count workspace_activitylog", "select workspace_activitylog"],
+        [KEY, MEMBERSHIP, "count workspace_activitylog", "select workspace_activitylog"],
     ),
     Case(
         "plugins unused",
         ("plugin:read",),
         lambda n, w: (plugins(w, n), f"{w.org_url}/pipeline_destinations/unused/")[1],
-        [KEY, "select pipelines_plugin"],
+        [KEY, MEMBERSHIP, "select pipelines_plugin"],
         rows="",
     ),
 ]
@@ -475,27 +501,12 @@ def kind(sql: str) -> str:
     outermost = re.sub(r"\([^()]*\)", "", sql)
     while outermost != (outermost := re.sub(r"\([^()]*\)", "", outermost)):
         pass
-    if re.search(r"\sFROM\s+[a-z]+\s+LEFT JOIN", outermost) and (first := first_subquery(sql)):
-        return kind(first)  # a join of two subqueries (workspace.api.rows.CompiledJoin): named after the first
     for text in (outermost, sql):
         words = re.findall(r'(?:FROM|INTO|UPDATE)\s+"?([a-z0-9_]+)"?', text, flags=re.IGNORECASE)
         table = next((word for word in words if word in tables()), None)
         if table:
             return f"{statement} {table}"
     return f"{statement} ?"
-
-
-def first_subquery(sql: str) -> str | None:
-    """The text inside the parentheses of the first `FROM (`, if any."""
-    start = sql.find("FROM (")
-    if start < 0:
-        return None
-    depth = 0
-    for position in range(start + 5, len(sql)):
-        depth += {"(": 1, ")": -1}.get(sql[position], 0)
-        if depth == 0:
-            return sql[start + 6 : position]
-    return None
 
 
 def run(case: Case, n: int, world: World, key_client):

@@ -13,9 +13,8 @@ from django.db import models, transaction
 from django.http import HttpResponseRedirect
 from django.utils.html import format_html
 
-from workspace.api.viewsets import VOLATILE_FIELDS
 from workspace.models import ActivityLog, User
-from workspace.services import activity_record_change, secret_mask, snapshot
+from workspace.services import VOLATILE_FIELDS, activity_record_change, secret_mask, snapshot
 
 
 class RecordedAdminMixin:

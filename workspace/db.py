@@ -158,3 +158,13 @@ def _readable(fileno: int) -> bool:
     poller = select.poll()
     poller.register(fileno, select.POLLIN | select.POLLPRI)
     return bool(poller.poll(0))
+
+
+def prepared_cursor(connection, *, binary: bool = False):
+    """A cursor of `connection` whose statements the database prepares once per connection, with their parameters
+    apart from the statement (workspace.postgresql); the connection's plain cursor on a backend without them.
+
+    `binary` asks for results in PostgreSQL's binary format, for columns whose binary reading gives the values the
+    text one does (text, integers, booleans, date-times; not `jsonb`, which Django decodes itself)."""
+    prepared = getattr(connection, "prepared_cursor", None)
+    return prepared(binary=binary) if prepared is not None else connection.cursor()

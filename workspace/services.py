@@ -9,8 +9,26 @@ from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 
-from workspace.api.viewsets import VOLATILE_FIELDS, diff
 from workspace.models import ActivityLog
+
+# Fields whose change alone is not a change worth recording (they move on every save).
+VOLATILE_FIELDS = frozenset({"updated_at", "last_updated_at", "last_modified_at"})
+
+
+def diff(before: dict, after: dict, ignored: frozenset[str]) -> tuple[dict, dict]:
+    """The keys whose values differ, as two dicts (before, after)."""
+    keys = [key for key in {**before, **after} if key not in ignored and before.get(key) != after.get(key)]
+    return {key: before.get(key) for key in keys}, {key: after.get(key) for key in keys}
+
+
+def full_clean_changed(instance: models.Model, changed: Collection[str]) -> None:
+    """`full_clean()` for an update of the fields named in `changed`: every field's rules, uniqueness and
+    constraints, except the existence of foreign keys that did not change (they were checked when stored, and
+    each check is a query)."""
+    unchanged = [field.name for field in instance._meta.fields if field.is_relation and field.name not in changed]
+    instance.full_clean(exclude=unchanged, validate_unique=False, validate_constraints=False)
+    instance.validate_unique()
+    instance.validate_constraints()
 
 
 def snapshot(instance: models.Model, exclude: frozenset[str] = frozenset()) -> dict:

@@ -306,7 +306,7 @@ def test_deletion_is_recorded_in_the_activity_log(key_client, organization, alic
 
 
 def test_the_list_shows_a_creator_or_null_and_whether_each_invite_expired(key_client, organization, alice, settings):
-    """The list reads plain values; a deleted creator is null, and expiry follows the model's rule."""
+    """A deleted creator is null, and expiry follows the model's rule."""
     fresh = InviteFactory(organization=organization, created_by=alice, target_email="fresh@example.com")
     old = InviteFactory(
         organization=organization,

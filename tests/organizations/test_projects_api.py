@@ -68,8 +68,7 @@ def test_retrieve_and_current(alice, project, key_client):
 
 
 def test_a_read_with_a_key_is_what_the_write_path_and_a_session_represent(alice, project, key_client, api_client):
-    """With a key, the project comes with the key's query (ProjectViewSet.key_query_companion) and is represented
-    as its list shows it; a write, and a read without a key, represent the instance. All must be the same."""
+    """A read with a key, through `@current`, with a session, and the answer to a write are all the same."""
     client = key_client("project:write")
     read = client.get(project_url(project.id))
     current = client.get("/api/projects/@current/")
@@ -95,6 +94,18 @@ def test_a_key_limited_to_other_organizations_does_not_read_the_project(alice, p
 def test_unknown_or_non_integer_project_ids_are_404(alice, key_client, project_id):
     response = key_client("project:read").get(project_url(project_id))
     assert response.status_code == 404
+
+
+@pytest.mark.parametrize("project_id", ["99999999999999999999", "9223372036854775808", "-9223372036854775809"])
+def test_ids_beyond_a_database_integer_are_404_not_500(alice, organization, project, key_client, project_id):
+    """An integer no bigint column holds names no project: the lookup matches nothing rather than failing in the
+    database (PostgreSQL refuses such a parameter)."""
+    client = key_client("project:write")
+    for url in (project_url(project_id), f"{projects_url(organization.id)}{project_id}/"):
+        assert client.get(url).status_code == 404, url
+        assert client.patch(url, {"name": "x"}, format="json").status_code == 404, url
+        assert client.delete(url).status_code == 404, url
+    assert Project.objects.get(pk=project.pk).name == "Alice's project"
 
 
 def test_other_tenants_project_is_404(alice, charlie, other_project, key_client):

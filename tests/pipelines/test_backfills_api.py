@@ -112,8 +112,8 @@ class TestListAndRetrieve:
         assert client.get(backfill_url(project, backfill), HTTP_IF_NONE_MATCH=response["ETag"]).status_code == 304
 
     def test_the_detail_is_what_creating_it_answered(self, client, project, export):
-        """The detail reads the backfill from a compiled query (pipelines.selectors.export_backfill); creating it
-        answers with the write path's representation. Both must be the same, byte for byte, with its progress."""
+        """The detail read and the answer to creating the backfill are the same representation, byte for byte, with
+        its progress and the same ETag."""
         created = client.post(backfills_url(project, export), RANGE, format="json")
         backfill = BatchExportBackfill.objects.get(pk=created.json()["id"])
 
@@ -173,8 +173,8 @@ class TestQueryCounts:
             BatchExportRunFactory.create_batch(2, batch_export=export, backfill=backfill)
         client = key_client("batch_export:read")
         client.get(backfills_url(project, export))  # the key's first use writes last_used_at
-        # key (+user, project with the caller's level), the export, COUNT, page (+export join, run counts annotated)
-        with django_assert_num_queries(4):
+        # key (+user), project (+organization, the caller's level), the export, COUNT, page (run counts annotated)
+        with django_assert_num_queries(5):
             response = client.get(backfills_url(project, export))
         assert response.json()["count"] == rows
         assert all(row["progress"]["total_runs"] == 2 for row in response.json()["results"])

@@ -452,13 +452,24 @@ class TestQueryCounts:
             BatchExportRunFactory.create_batch(2, batch_export=export)
         client = key_client("batch_export:read")
         client.get(exports_url(organization))  # the key's first use writes last_used_at
-        # key (+user, membership, organization), page of exports with their count, newest runs of the page's exports
-        # (on PostgreSQL, the versions of their newest runs: the first request kept their JSON)
-        with django_assert_num_queries(3):
+        # key (+user), membership (+organization), COUNT, page of exports, latest runs of the page's exports
+        with django_assert_num_queries(5):
             response = client.get(exports_url(organization))
         assert response.status_code == 200
         assert response.json()["count"] == exports
         assert all(len(item["latest_runs"]) == 2 for item in response.json()["results"])
+
+    def test_each_export_of_a_page_shows_its_ten_newest_runs(self, key_client, organization, project):
+        exports = BatchExportFactory.create_batch(3, project=project)
+        for export in exports[:2]:
+            BatchExportRunFactory.create_batch(12, batch_export=export)
+        client = key_client("batch_export:read")
+        listed = {item["id"]: item["latest_runs"] for item in client.get(exports_url(organization)).json()["results"]}
+        for export in exports:
+            newest = client.get(export_url(organization, export) + "runs/", {"limit": 10}).json()["results"]
+            assert listed[str(export.id)] == newest
+            assert client.get(export_url(organization, export)).json()["latest_runs"] == newest
+        assert [len(listed[str(export.id)]) for export in exports] == [10, 10, 0]
 
 
 class TestFiltersAndPaths:

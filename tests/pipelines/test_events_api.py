@@ -172,7 +172,7 @@ def test_the_query_count_is_the_same_for_any_page(key_client, project, count, li
     client = key_client("query:read")
     assert client.get(events_url(project.pk)).status_code == 200  # the key's first use also stamps last_used_at
     EventFactory.create_batch(count, project=project)
-    # 1. key lookup (+user, project with the caller's membership), 2. the page (limit + 1 rows; no COUNT)
-    with django_assert_num_queries(2):
+    # 1. key lookup (+user), 2. project (+organization, the caller's level), 3. the page (limit + 1 rows; no COUNT)
+    with django_assert_num_queries(3):
         response = client.get(events_url(project.pk, f"?limit={limit}&event=$pageview&after=2020-01-01T00:00:00Z"))
     assert len(response.json()["results"]) == min(count, limit)

@@ -149,9 +149,9 @@ class TestQueryCounts:
             BatchExportRunFactory.create_batch(2, batch_export=export)
         client = key_client("batch_export:read")
         client.get(exports_url(project))  # the key's first use writes last_used_at
-        # key (+user, project with the caller's level), page of exports with their count, newest runs of the page's
+        # key (+user), project (+organization, the caller's level), COUNT, page of exports, latest runs of the page's
         # exports
-        with django_assert_num_queries(3):
+        with django_assert_num_queries(5):
             response = client.get(exports_url(project))
         assert response.json()["count"] == exports
 
@@ -172,8 +172,7 @@ def test_responses_match_the_reference(reference, client, project):
 
 
 class TestDetailRead:
-    """The detail read represents plain rows (pipelines.selectors.batch_export_values and latest_runs_by_export); a
-    write answers with the serializer's representation of the instance. Both must be the same, byte for byte."""
+    """The detail read and the answer to a write are the same representation, byte for byte, with the same ETag."""
 
     def test_the_detail_is_what_the_write_path_represents_on_both_routes(self, client, organization, project):
         export = BatchExportFactory(project=project, destination_config={"bucket": "b", "ratio": 0.5})

@@ -220,8 +220,8 @@ class TestQueryCounts:
         BatchExportRunFactory.create_batch(rows, batch_export=export)
         client = key_client("batch_export:read")
         client.get(runs_url(project, export))  # the key's first use writes last_used_at
-        # key (+user, project with the caller's level), the export, page of runs with their count
-        with django_assert_num_queries(3):
+        # key (+user), project (+organization, the caller's level), the export, COUNT, page of runs
+        with django_assert_num_queries(5):
             response = client.get(runs_url(project, export))
         assert response.json()["count"] == rows
 
@@ -230,8 +230,8 @@ class TestQueryCounts:
         BatchExportRunLogFactory.create_batch(rows, run=run)
         client = key_client("batch_export:read")
         client.get(run_url(project, run, "logs/"))  # the key's first use writes last_used_at
-        # key (+user, project with the caller's level), the export, the run, COUNT, page of lines (+the run's export)
-        with django_assert_num_queries(5):
+        # key (+user), project (+organization, the caller's level), the export, the run, COUNT, page of lines
+        with django_assert_num_queries(6):
             response = client.get(run_url(project, run, "logs/"))
         assert response.json()["count"] == rows
 
@@ -247,8 +247,8 @@ def test_run_responses_match_the_reference(reference, client, project, run):
 
 class TestDetailRead:
     def test_the_detail_is_what_the_write_path_represents(self, client, project, export):
-        """The detail read represents plain values (pipelines.selectors.batch_export_run_values); a retry answers
-        with the serializer's representation of the new run. Both must be the same, byte for byte."""
+        """The detail read and the answer to a retry (the new run) are the same representation, byte for byte, with
+        the same ETag."""
         failed = BatchExportRunFactory(batch_export=export, status=Status.FAILED, latest_error="Timed out")
         created = client.post(run_url(project, failed, "retry/"))
         new = BatchExportRun.objects.get(pk=created.json()["id"])

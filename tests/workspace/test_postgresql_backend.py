@@ -1,5 +1,5 @@
 """The PostgreSQL backend reads date-times through psycopg's C loader, with the values Django's own loader gives,
-and prepares the statements every request runs."""
+and prepares the statements sent through `prepared_cursor` (the event ingest's), and no other."""
 
 import datetime as dt
 
@@ -9,7 +9,7 @@ from django.db.backends.postgresql.psycopg_any import register_tzloader
 from django.test.utils import CaptureQueriesContext
 
 from tests.dashboards.factories import DashboardFactory
-from workspace.api.rows import prepared_cursor
+from workspace.db import prepared_cursor
 
 pytestmark = [pytest.mark.django_db, pytest.mark.requires_postgres]
 
@@ -43,28 +43,35 @@ def prepared_statements() -> set[str]:
         return {statement for (statement,) in cursor.fetchall()}
 
 
-def test_the_queries_of_every_request_are_prepared_once_per_connection(alice, project, key_client):
-    dashboard = DashboardFactory(project=project)
-    client = key_client("dashboard:read")
-    url = f"/api/projects/{project.id}/dashboards/{dashboard.id}/"
-    assert client.get(url).status_code == 200
+PREPARED_QUERY = 'SELECT "id" FROM "organizations_project" WHERE "api_token" = %s'
+
+
+def test_the_statements_of_a_prepared_cursor_are_prepared_once_per_connection(project):
+    with prepared_cursor(connection) as cursor:
+        cursor.execute(PREPARED_QUERY, [project.api_token])
+        assert cursor.fetchone() == (project.id,)
     prepared = prepared_statements()
-    # The API key's query and the dashboard's, with their values as parameters.
-    assert any('FROM "apikeys_personalapikey" k' in statement and "$1" in statement for statement in prepared)
-    assert any('FROM "dashboards_dashboard"' in statement and "$1" in statement for statement in prepared)
-    for _ in range(3):
-        assert client.get(url).status_code == 200
-        assert key_client("dashboard:read").get(url).status_code == 200  # another key: the same statement
+    assert any('FROM "organizations_project"' in statement and "$1" in statement for statement in prepared)
+    for token in ("another", project.api_token):
+        with prepared_cursor(connection) as cursor:
+            cursor.execute(PREPARED_QUERY, [token])
     assert prepared_statements() == prepared
 
 
-def test_prepared_queries_are_logged_with_their_values(alice, project, key_client):
-    client = key_client("project:read")
-    with CaptureQueriesContext(connection) as queries:
-        assert client.get(f"/api/projects/{project.id}/").status_code == 200
-    key_query = next(item["sql"] for item in queries.captured_queries if '"apikeys_personalapikey" k' in item["sql"])
-    assert "$1" not in key_query and "%s" not in key_query
-    assert 'k."secure_value" = \'' in key_query
+def test_api_reads_prepare_nothing(project, key_client):
+    """A connection pooler in transaction mode must see no statement of a read prepared behind its back."""
+    dashboard = DashboardFactory(project=project)
+    before = prepared_statements()
+    assert key_client("dashboard:read").get(f"/api/projects/{project.id}/dashboards/{dashboard.id}/").status_code == 200
+    assert prepared_statements() == before
+
+
+def test_prepared_queries_are_logged_with_their_values(project):
+    with CaptureQueriesContext(connection) as queries, prepared_cursor(connection) as cursor:
+        cursor.execute(PREPARED_QUERY, [project.api_token])
+    [logged] = [item["sql"] for item in queries.captured_queries]
+    assert "$1" not in logged and "%s" not in logged
+    assert f"\"api_token\" = '{project.api_token}'" in logged
 
 
 BINARY_QUERY = (

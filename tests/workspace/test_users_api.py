@@ -81,8 +81,8 @@ class TestMe:
             ProjectFactory.create_batch(2, organization=organization)
         client = key_client("user:read")
         client.get(ME)  # the key's first use writes last_used_at
-        # key (+user, which a read shows as it is), memberships (+organizations, their projects)
-        with django_assert_num_queries(2):
+        # key lookup (+user), the user, the memberships the key may use (+organizations), their projects
+        with django_assert_num_queries(4):
             response = client.get(ME)
         assert len(response.json()["organizations"]) == organizations
 
@@ -136,6 +136,7 @@ class TestSwitchCurrent:
             ({"set_current_project": "twelve"}, "set_current_project", "invalid"),
             ({"set_current_project": True}, "set_current_project", "invalid"),
             ({"set_current_team": 999_999}, "set_current_team", "not_found"),
+            ({"set_current_project": 99999999999999999999}, "set_current_project", "not_found"),
         ],
     )
     def test_ids_that_are_not_the_callers_are_400(self, alice, organization, key_client, body, attr, code):
@@ -258,9 +259,8 @@ class TestCurrentKey:
 
 @pytest.mark.parametrize("scoped", [False, True])
 def test_the_read_is_what_the_write_path_represents(alice, organization, project, second, charlie, key_client, scoped):
-    """The read represents plain values (organizations.selectors.caller_organizations); a write answers with the
-    serializer's representation of the instance. Both must be the same, byte for byte and ETag for ETag, for a key
-    limited to some organizations too (then the current organization, outside them, is null)."""
+    """A read and the answer to a write are the same, byte for byte and ETag for ETag, for a key limited to some
+    organizations too (then the current organization, outside them, is null)."""
     ProjectFactory(organization=organization, name="Another of alice's")
     MembershipFactory(user=charlie, organization=second, level=Membership.Level.ADMIN)
     empty = OrganizationFactory(name="Without projects")

@@ -55,9 +55,19 @@ def test_services_and_serializers_check_no_levels_and_raise_no_permission_errors
 
 
 def test_workspace_api_imports_no_app():
-    pattern = re.compile(r"^\s*(from|import) (workspace\.(?!api)|apikeys|organizations|dashboards|pipelines)\b", re.M)
+    """The plumbing sits on the user model and the activity log (workspace.models, workspace.services) only."""
+    pattern = re.compile(
+        r"^\s*(from|import) (workspace\.(?!api|models|services)|apikeys|organizations|dashboards|pipelines)\b", re.M
+    )
     for path in (ROOT / "workspace" / "api").rglob("*.py"):
         assert not pattern.search(path.read_text()), f"{path.relative_to(ROOT)} imports an app (STYLE.md #2)."
+
+
+@pytest.mark.parametrize("module", ["models.py", "services.py"])
+def test_the_user_model_and_the_activity_log_sit_below_the_plumbing(module):
+    """Admin and every service record activity through workspace.services: it must not need the API's viewsets."""
+    text = (ROOT / "workspace" / module).read_text()
+    assert not re.search(r"^\s*(from|import) workspace\.api\b", text, re.M), f"workspace/{module} imports workspace.api"
 
 
 LAYERS = ["workspace", "apikeys", "organizations", ("dashboards", "pipelines")]

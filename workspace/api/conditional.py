@@ -18,8 +18,8 @@ class PreconditionFailed(exceptions.APIException):
 
 
 class _RenderedJSONEncoder(DjangoJSONEncoder):
-    """Date-times as the response shows them: a representation may leave them to the renderer
-    (workspace.api.serializers.represent_rows), and its ETag must be that of the same representation in text."""
+    """Date-times as the response shows them (a representation may hold them as date-times, which the renderer
+    writes), so that an ETag is that of the same representation in text."""
 
     def default(self, o):
         if isinstance(o, datetime.datetime):

@@ -1,11 +1,6 @@
-from collections.abc import Callable
-
 from django.core.exceptions import ImproperlyConfigured
-from django.db.models import IntegerField, QuerySet, Subquery
 from rest_framework import pagination
 from rest_framework.exceptions import ValidationError
-
-from workspace.api.rows import compiled_rows
 
 
 class LimitOffsetPagination(pagination.LimitOffsetPagination):
@@ -56,107 +51,6 @@ class LimitOffsetPagination(pagination.LimitOffsetPagination):
                 f"{type(view).__name__}.get_queryset() must return an ordered queryset; add .order_by(...)."
             )
         return super().paginate_queryset(queryset, request, view)
-
-    def paginate_rows(
-        self,
-        queryset,
-        request,
-        rows: Callable[..., QuerySet],
-        view=None,
-        *,
-        arguments: dict | None = None,
-        shape: tuple = (),
-    ) -> list:
-        """The page of `queryset` and its count in one query, where `paginate_queryset` takes two.
-
-        `rows(page)` gets the page's primary keys (a subquery of `queryset`, its limit and offset parameters of the
-        SQL) and returns what to read of those objects: a queryset of the same model, `pk__in=page` (typically
-        `.values(...)` with annotations). Its rows come in `queryset`'s order, each carrying the count of the whole
-        of `queryset` as well (an uncorrelated subquery, evaluated once). Only a page past the end, which has no row
-        to carry it, counts in a query of its own. The same page, count, links and errors as `paginate_queryset`.
-
-        With `arguments` (ids: integers or UUIDs, see workspace.api.rows.compiled_rows), `queryset(**arguments)`
-        builds the list's queryset, `rows(page, **arguments)` reads values, and the page's SQL is built once per
-        database connection, view and query string (all but limit and offset), then run again with other arguments,
-        limits and offsets (these two written into the statement's text: `_PAGING`): building it costs more than
-        running it. The two functions must then depend on nothing else than their arguments, the view's class, the
-        query string (the view's filters) and `shape`: whatever else (hashable) their SQL depends on, such as the
-        organizations a key is limited to.
-        """
-        self.request = request
-        self.limit = self.get_limit(request)
-        self.offset = self.get_offset(request)
-        if arguments is None:
-            found = list(self._page_query(queryset, rows, limit=self.limit, offset=self.offset))
-        else:
-            found = compiled_rows(
-                (type(view), getattr(view, "action", None), self._filters(request), shape),
-                lambda limit, offset, **ids: self._page_query(
-                    queryset(**ids), lambda page: rows(page, **ids), limit=limit, offset=offset, view=view
-                ),
-                limit=self.limit,
-                offset=self.offset,
-                inline=_PAGING,
-                **arguments,
-            )
-        if found:
-            self.count = found[0]["_page_total"] if isinstance(found[0], dict) else found[0]._page_total
-        elif not self.offset:
-            self.count = 0
-        else:
-            self.count = (queryset if arguments is None else queryset(**arguments)).count()
-        for row in found:
-            if isinstance(row, dict):
-                del row["_page_total"]
-        if self.count > self.limit and self.template is not None:
-            self.display_page_controls = True
-        return found
-
-    def _filters(self, request) -> tuple:
-        """The query string but the page's limit and offset: what, besides the view, shapes a list's SQL."""
-        paging = (self.limit_query_param, self.offset_query_param)
-        return tuple(
-            sorted((name, tuple(values)) for name, values in request.query_params.lists() if name not in paging)
-        )
-
-    @staticmethod
-    def _page_query(queryset: QuerySet, rows: Callable, *, limit: int, offset: int, view=None) -> QuerySet:
-        if not queryset.ordered:
-            raise ImproperlyConfigured(
-                f"{type(view).__name__}.get_queryset() must return an ordered queryset; add .order_by(...)."
-            )
-        ordering = queryset.query.order_by or queryset.model._meta.ordering
-        page = _Page(queryset.values("pk"), limit=limit, offset=offset)
-        return rows(page).order_by(*ordering).annotate(_page_total=_Count(queryset.order_by().values("pk")))
-
-
-# Written into a page's SQL: planned once for a limit and an offset, a page query reads its page's rows from an index
-# in the list's order; planned once for any (sent as parameters), it reads and sorts every row of the list, so the
-# database planned it anew on every run instead.
-_PAGING = frozenset({"limit", "offset"})
-
-
-class _Page(Subquery):
-    """The rows of a one-column queryset from `offset`, at most `limit`, with both as parameters of the SQL (a
-    sliced queryset writes them into its text, which would make every page a query to build of its own; a compiled
-    page writes them there when it runs)."""
-
-    def __init__(self, queryset: QuerySet, *, limit: int, offset: int):
-        super().__init__(queryset)
-        self.limit, self.offset = limit, offset
-
-    def as_sql(self, compiler, connection, template=None, **extra_context):
-        sql, params = super().as_sql(compiler, connection, template=template, **extra_context)
-        if not (sql.startswith("(") and sql.endswith(")")):
-            raise ValueError("A page's subquery is written in parentheses.")
-        return f"{sql[:-1]} LIMIT %s OFFSET %s)", (*params, self.limit, self.offset)
-
-
-class _Count(Subquery):
-    """The number of rows of a subquery, as a column of the outer query."""
-
-    template = "(SELECT COUNT(*) FROM (%(subquery)s) _counted)"
-    output_field = IntegerField()
 
 
 class UncountedLimitOffsetPagination(LimitOffsetPagination):

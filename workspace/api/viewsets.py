@@ -9,11 +9,9 @@ This module knows no app: who may see what, and where activity is recorded, come
 `organizations/tenancy.py`.
 """
 
-import uuid
 from collections.abc import Callable
 
 from django.db import models, transaction
-from django.http import Http404
 from django.template.response import SimpleTemplateResponse
 from rest_framework import mixins, status, viewsets
 from rest_framework.generics import get_object_or_404
@@ -21,10 +19,9 @@ from rest_framework.permissions import SAFE_METHODS
 from rest_framework.response import Response
 
 from workspace.api.conditional import check_if_match, etag_for, none_match
-from workspace.api.rows import DATABASE_INTEGERS
+from workspace.api.serializers import read_queryset
+from workspace.services import VOLATILE_FIELDS, diff, full_clean_changed
 
-# Fields whose change alone is not a change worth recording (they move on every save).
-VOLATILE_FIELDS = frozenset({"updated_at", "last_updated_at", "last_modified_at"})
 _MISSING = object()
 
 
@@ -36,12 +33,6 @@ def changed_fields(instance, data: dict) -> dict:
         if current is _MISSING or current != value:
             changes[name] = value
     return changes
-
-
-def diff(before: dict, after: dict, ignored: frozenset[str]) -> tuple[dict, dict]:
-    """The keys whose values differ, as two dicts (before, after)."""
-    keys = [key for key in {**before, **after} if key not in ignored and before.get(key) != after.get(key)]
-    return {key: before.get(key) for key in keys}, {key: after.get(key) for key in keys}
 
 
 class BaseViewSet(viewsets.GenericViewSet):
@@ -103,10 +94,18 @@ class BaseViewSet(viewsets.GenericViewSet):
         """The lookup value from the URL; override to resolve aliases such as `@me`."""
         return value
 
+    def read_queryset(self, queryset=None, serializer_class=None):
+        """`get_queryset()` (or `queryset`) with the related rows its representation reads, derived from the
+        serializer (workspace.api.serializers.read_queryset): the one read of every list page, detail and write
+        answer."""
+        if queryset is None:
+            queryset = self.get_queryset()
+        return read_queryset(serializer_class or self.get_object_serializer_class(), queryset)
+
     def get_object(self):
         """The object of a detail route: a 404 when the caller cannot see it, its object permissions checked,
         and for a write, read under a row lock with its `If-Match` precondition checked."""
-        queryset = self.filter_queryset(self.get_queryset())
+        queryset = self.read_queryset()
         if self.is_write:
             self.lock_for_write()
             queryset = queryset.select_for_update(of=("self",))
@@ -117,24 +116,6 @@ class BaseViewSet(viewsets.GenericViewSet):
         if self.request.method not in SAFE_METHODS and "If-Match" in self.request.headers:
             check_if_match(self.request, etag_for(self.represent(instance)))
         return instance
-
-    def detail_id(self, model: type[models.Model], kind: type = int):
-        """The id in a detail route's URL as `kind` (int or uuid.UUID), for a read that looks its object up by
-        hand: a 404 for a value that is not one, as get_object gives, and the object's 404 (`not_found`) for an
-        integer outside a database integer's range, which names no row and is not sent to the database."""
-        value = str(self.kwargs[self.lookup_url_kwarg or self.lookup_field])
-        try:
-            found = uuid.UUID(value) if kind is uuid.UUID else int(value)
-        except ValueError as error:
-            raise Http404 from error
-        if kind is int and found not in DATABASE_INTEGERS:
-            raise self.not_found(model)
-        return found
-
-    @staticmethod
-    def not_found(model: type[models.Model]) -> Http404:
-        """The 404 of an object that is not there (or not the caller's), worded as get_object_or_404 words it."""
-        return Http404(f"No {model._meta.object_name} matches the given query.")
 
     def check_input_permissions(self, data, instance=None) -> None:
         """Ask each permission that judges what a write asks for (`has_input_permission(request, view, data, obj)`,
@@ -149,8 +130,8 @@ class BaseViewSet(viewsets.GenericViewSet):
         """Take locks a write needs before its object's own (a parent row whose children share a rule)."""
 
     def refetch(self, instance):
-        """The instance read again through get_queryset, so annotations and prefetches reflect the write."""
-        return self.get_queryset().get(pk=instance.pk)
+        """The instance read again as a read gives it, so annotations and related rows reflect the write."""
+        return self.read_queryset().get(pk=instance.pk)
 
     # Representation
 
@@ -189,7 +170,7 @@ class BaseViewSet(viewsets.GenericViewSet):
         """Apply the changed fields (never empty); override to call the app's service."""
         for name, value in changes.items():
             setattr(instance, name, value)
-        instance.full_clean()
+        full_clean_changed(instance, changes)
         auto_now = [field.name for field in instance._meta.concrete_fields if getattr(field, "auto_now", False)]
         instance.save(update_fields=[*changes, *auto_now])
         return instance
@@ -240,8 +221,16 @@ class BaseViewSet(viewsets.GenericViewSet):
 
 
 class ListMixin(mixins.ListModelMixin):
-    """GET on the collection, paginated. A list read often reads its page as plain values instead (the pagination's
-    `paginate_rows`, and the serializer's `represent_page`)."""
+    """GET on the collection, paginated: a page of `read_queryset()` through the list's serializer."""
+
+    def list(self, request, *args, **kwargs):
+        serializer_class = self.get_serializer_class()
+        queryset = self.filter_queryset(self.read_queryset(serializer_class=serializer_class))
+        page = self.paginate_queryset(queryset)
+        context = self.get_serializer_context()
+        if page is None:  # a plain array (pagination_class = None)
+            return Response(serializer_class(queryset, many=True, context=context).data)
+        return self.get_paginated_response(serializer_class(page, many=True, context=context).data)
 
 
 class CreateMixin:

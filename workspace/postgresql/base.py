@@ -1,5 +1,5 @@
 """Django's PostgreSQL backend, reading `timestamptz` values through psycopg's C loader, with prepared statements
-for the queries that run on every request.
+for the queries sent through `prepared_cursor` (the event ingest's).
 
 Django registers a loader of its own for `timestamptz` (a subclass of psycopg's pure-Python one, so that it can set
 the connection's zone on each value), which keeps psycopg from using its C implementation: 3.4 µs a value instead
@@ -54,7 +54,7 @@ class DatabaseWrapper(base.DatabaseWrapper):
     def prepared_cursor(self, *, binary: bool = False):
         """A cursor (Django's wrapper: its checks, execute wrappers, error translation and query logging) that sends
         the parameters apart from the statement and prepares every statement it runs; its results in the binary
-        format if `binary` (see workspace.api.rows.prepared_cursor)."""
+        format if `binary` (see workspace.db.prepared_cursor)."""
         self._preparing = pq.Format.BINARY if binary else pq.Format.TEXT
         try:
             return self.cursor()
