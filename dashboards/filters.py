@@ -1,4 +1,6 @@
 import json
+import re
+import uuid
 
 import django_filters
 from django import forms
@@ -13,6 +15,12 @@ from workspace.api.filters import FilterSet, StrictBooleanFilter
 
 MAX_TAGS_FILTER = 20
 MAX_DASHBOARDS_FILTER = 20
+# `?created_by=@me`: the caller.
+CALLER = "@me"
+# A user id as a database integer column holds it; more digits than that are read as a UUID's hex, if anything.
+USER_ID = re.compile(r"[0-9]{1,19}")
+MAX_USER_ID = 2**63 - 1
+CREATOR_LABEL = f"The creator: a user id, a user's UUID, or {CALLER} for the caller"
 
 
 class EveryValueWidget(BaseCSVWidget, forms.TextInput):
@@ -29,7 +37,49 @@ class CharInFilter(django_filters.BaseInFilter, django_filters.CharFilter):
     pass
 
 
-class DashboardFilterSet(FilterSet):
+class CreatorFormField(forms.Field):
+    """`?created_by=` a user's id, a user's UUID, or `@me` (the caller); anything else is an error."""
+
+    def to_python(self, value):
+        if value in self.empty_values:
+            return None
+        text = str(value).strip()
+        if text == CALLER:
+            return CALLER
+        if USER_ID.fullmatch(text) and int(text) <= MAX_USER_ID:
+            return int(text)
+        try:
+            return uuid.UUID(text)
+        except ValueError as error:
+            raise forms.ValidationError(
+                f"Use a user id, a user's UUID, or {CALLER} for yourself.", code="invalid"
+            ) from error
+
+
+class CreatorFilter(django_filters.Filter):
+    field_class = CreatorFormField
+
+
+class CreatorFilterMixin:
+    """`filter_created_by` for a FilterSet declaring `created_by = CreatorFilter(method="filter_created_by")`.
+
+    `@me` is read from this request's user each time the FilterSet filters: a queryset, or SQL, built for one caller
+    must never answer another.
+    """
+
+    # A raw schema, so that the label stays the parameter's description.
+    @extend_schema_field({"type": "string", "description": CREATOR_LABEL})
+    def filter_created_by(self, queryset, name, value):
+        if value == CALLER:
+            if self.request is None or not self.request.user.is_authenticated:
+                return queryset.none()
+            return queryset.filter(created_by=self.request.user)
+        if isinstance(value, uuid.UUID):
+            return queryset.filter(created_by__uuid=value)
+        return queryset.filter(created_by_id=value)
+
+
+class DashboardFilterSet(CreatorFilterMixin, FilterSet):
     pinned = StrictBooleanFilter(field_name="pinned", label="Only pinned (true) or unpinned (false)")
     tags = CharInFilter(
         method="filter_tags",
@@ -37,7 +87,7 @@ class DashboardFilterSet(FilterSet):
         label=f"Dashboards carrying every one of these tags (at most {MAX_TAGS_FILTER})",
     )
     search = django_filters.CharFilter(method="filter_search", label="Text in the name or the description")
-    created_by = django_filters.UUIDFilter(field_name="created_by__uuid", label="UUID of the creator")
+    created_by = CreatorFilter(method="filter_created_by", label=CREATOR_LABEL)
 
     class Meta:
         model = Dashboard
@@ -90,7 +140,7 @@ class DashboardIdsFilter(django_filters.Filter):
     field_class = DashboardIdsFormField
 
 
-class InsightFilterSet(FilterSet):
+class InsightFilterSet(CreatorFilterMixin, FilterSet):
     dashboards = DashboardIdsFilter(
         method="filter_dashboards", label="Insights shown on every one of these dashboards (ids)"
     )
@@ -98,10 +148,11 @@ class InsightFilterSet(FilterSet):
         method="filter_search", label="Text in the name, the derived name or the description"
     )
     short_id = django_filters.CharFilter(field_name="short_id", label="The insight's short id")
+    created_by = CreatorFilter(method="filter_created_by", label=CREATOR_LABEL)
 
     class Meta:
         model = Insight
-        fields = ["dashboards", "search", "short_id"]
+        fields = ["dashboards", "search", "short_id", "created_by"]
 
     @extend_schema_field(OpenApiTypes.STR)
     def filter_dashboards(self, queryset, name, value):
