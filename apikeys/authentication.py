@@ -14,7 +14,7 @@ from workspace.api.throttling import FailedAuthenticationThrottle
 # guessing keys from behind the same NAT must not lock its owner out. It is still looked up every time.
 VERIFIED_KEY_SECONDS = 3600
 # The same, remembered by this process for a few minutes (marker -> until, on the monotonic clock), so that a key in
-# use does not cost a round trip to the shared cache on every request (~0.2 ms with Redis) only to find its marker.
+# use does not cost a round trip to the shared cache on every request only to find its marker.
 VERIFIED_HERE_SECONDS = 300
 VERIFIED_HERE_MAX = 10_000
 _verified_here: dict[str, float] = {}

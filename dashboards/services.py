@@ -91,27 +91,13 @@ def _new_text(*, actor, project_id: int, body: str) -> Text:
 
 @transaction.atomic
 def insight_create(
-    *,
-    actor,
-    project: Project,
-    name: str = "",
-    derived_name: str | None = None,
-    description: str = "",
-    query: dict | None = None,
-    filters: dict | None = None,
-    tags: Iterable[str] = (),
-    dashboards: Iterable[Dashboard] = (),
+    *, actor, project: Project, tags: Iterable[str] = (), dashboards: Iterable[Dashboard] = (), **fields
 ) -> Insight:
-    """Create an insight with a fresh short id, its tags, and a tile on each of `dashboards` (same project)."""
-    insight = _new_insight(
-        actor=actor,
-        project=project,
-        name=name,
-        derived_name=derived_name,
-        description=description,
-        query=query,
-        filters={} if filters is None else filters,
-    )
+    """Create an insight from `fields` (the serializer's validated model fields) with a fresh short id, its tags,
+    and a tile on each of `dashboards` (same project)."""
+    if fields.get("filters", {}) is None:
+        fields["filters"] = {}
+    insight = _new_insight(actor=actor, project=project, **fields)
     insight_set_tags(insight=insight, tags=tags)
     insight_set_dashboards(actor=actor, insight=insight, dashboards=dashboards)
     return insight

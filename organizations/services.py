@@ -131,8 +131,10 @@ def organization_delete(*, actor, organization: Organization) -> None:
 
 
 @transaction.atomic
-def project_create(*, actor, organization: Organization, name: str, time_zone: str = "UTC") -> Project:
-    project = Project(organization=organization, name=name, time_zone=time_zone)
+def project_create(*, actor, organization: Organization, **fields) -> Project:
+    """Create a project from `fields` (the serializer's validated model fields); the first one becomes the
+    creator's current project."""
+    project = Project(organization=organization, **fields)
     project.full_clean()
     project.save()
     if actor.current_project_id is None:

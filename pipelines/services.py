@@ -419,8 +419,7 @@ def events_ingest_for_token(*, token: str, events: list[NewEvent]) -> int | None
     events_ensure_partitions(months_of(event.timestamp for event in events))
     # Prepared, and with the parameters apart from the statement: the batch's document of tens of kilobytes reaches
     # the database as it is, where as a literal inside the statement it would be escaped on the way and scanned by
-    # the database's parser (together about a fifth of a batch's cost), and the statement is planned once per
-    # connection (0.2-0.6 ms of the database's time each batch).
+    # the database's parser (a good part of a batch's cost), and the statement is planned once per connection.
     with prepared_cursor(connection) as cursor:
         _execute_ingest(cursor, _POSTGRESQL_INGEST_FOR_TOKEN, [token, _batch_document(events), timezone.now()])
         project_id, stored = cursor.fetchone()

@@ -24,7 +24,7 @@ _last_warning: dict[str, float] = {}
 
 class _RedisCacheClient(RedisCacheClient):
     """Django's Redis client with one `redis.Redis` per connection pool, where Django builds one per operation:
-    building one (its table of ~170 response callbacks) costs ~0.3 ms of CPU, more than the round trip itself. A
+    building one (its table of response callbacks) costs more CPU than the round trip itself. A
     request makes one or two operations (the rate limits, and the API key's failure count unless this process
     verified the key lately). A `redis.Redis` is safe to share between threads (each command takes a connection from
     the pool); Django builds a cache object per thread anyway."""

@@ -143,7 +143,7 @@ else:
     _options.setdefault("keepalives_interval", 10)
     _options.setdefault("keepalives_count", 3)
     # JIT compilation pays off for long analytical queries, never for the API's short indexed ones, where compiling
-    # a plan's expressions cost 15-50 ms on a page of dashboards.
+    # a plan's expressions costs many times what running the query does.
     # PostgreSQL's default cost of a random page read (4, for spinning disks) makes a page's 100 lookups by id look
     # dearer than reading the whole table: on SSDs, or a working set in memory, 1.1 is the usual setting, and the
     # list pages then join their ids through the primary key instead of scanning every row.

@@ -7,12 +7,16 @@ read through it, so adding a field is model + migration + serializer.
 """
 
 import copy
+import datetime
 import functools
 
 from django.core.exceptions import FieldDoesNotExist
 from django.db import models
 from django.db.models import Prefetch, QuerySet
-from rest_framework import serializers
+from rest_framework import ISO_8601, serializers
+from rest_framework.fields import BuiltinSignatureError, SkipField, get_attribute
+from rest_framework.relations import PKOnlyObject
+from rest_framework.settings import api_settings
 
 from workspace.api.fields import StrictBooleanField, StrictCharField, StrictEmailField, StrictSlugField, StrictURLField
 
@@ -38,9 +42,69 @@ class ModelSerializer(serializers.ModelSerializer):
             prototypes = _FIELD_PROTOTYPES[type(self)] = super().get_fields()
         return copy.deepcopy(prototypes)
 
+    def to_representation(self, instance):
+        """DRF's representation, with what DRF works out again for every field of every object (which fields are
+        readable, the time zone a date-time is shown in) worked out once per serializer: a page's rows share their
+        list serializer's one child, so a page works it out once. Kept on this serializer only, which serves one
+        request."""
+        plan = self.__dict__.get("_plan")
+        if plan is None:
+            plan = self._plan = [
+                (name, field, _plain_source(field), _representation(field))
+                for name, field in self.fields.items()
+                if not field.write_only
+            ]
+        represented = {}
+        for name, field, source_attrs, represent in plan:
+            try:
+                if source_attrs is None:
+                    attribute = field.get_attribute(instance)
+                else:
+                    try:
+                        attribute = get_attribute(instance, source_attrs)
+                    except (KeyError, AttributeError, BuiltinSignatureError):
+                        attribute = field.get_attribute(instance)  # DRF's default, null or error for what is missing
+            except SkipField:
+                continue
+            empty = (attribute.pk if isinstance(attribute, PKOnlyObject) else attribute) is None
+            represented[name] = None if empty else represent(attribute)
+        return represented
+
 
 # ModelSerializer class -> its unbound fields, as ModelSerializer.get_fields built them.
 _FIELD_PROTOTYPES: dict[type, dict] = {}
+
+
+def _plain_source(field) -> list[str] | None:
+    """The attributes a field reads when it reads them as every DRF field does (`Field.get_attribute`), which can
+    then be followed without the method's own work around them; None for a field that reads in a way of its own."""
+    if type(field).get_attribute is not serializers.Field.get_attribute or field.source == "*":
+        return None
+    return field.source_attrs
+
+
+def _representation(field):
+    """`field.to_representation`, or for an ISO 8601 date-time field the same with the zone it is shown in looked up
+    once, not for every value (DRF looks the current zone up for each)."""
+    if type(field) is not serializers.DateTimeField:
+        return field.to_representation
+    output_format = getattr(field, "format", api_settings.DATETIME_FORMAT)
+    if output_format is None or output_format.lower() != ISO_8601:
+        return field.to_representation
+    zone = field.timezone if hasattr(field, "timezone") else field.default_timezone()
+    if zone is None:
+        return field.to_representation
+
+    def represent(value):
+        if type(value) is not datetime.datetime or value.utcoffset() is None:
+            return field.to_representation(value)
+        try:
+            text = value.astimezone(zone).isoformat()
+        except OverflowError:
+            return field.to_representation(value)
+        return text[:-6] + "Z" if text.endswith("+00:00") else text
+
+    return represent
 
 
 def read_queryset(serializer_class: type[serializers.Serializer], queryset: QuerySet) -> QuerySet:

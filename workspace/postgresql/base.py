@@ -2,18 +2,17 @@
 for the queries sent through `prepared_cursor` (the event ingest's).
 
 Django registers a loader of its own for `timestamptz` (a subclass of psycopg's pure-Python one, so that it can set
-the connection's zone on each value), which keeps psycopg from using its C implementation: 3.4 µs a value instead
-of 0.2 µs, most of the CPU time of a page of batch exports with their latest runs (~4,500 date-times). When the
+the connection's zone on each value), which keeps psycopg from using its C implementation, many times faster on
+the many date-times of a page of batch exports with their runs. When the
 connection's zone is UTC, which the session's `TimeZone` is set to, psycopg's own loader gives the same values
 (aware, in `datetime.timezone.utc`), so each cursor gets psycopg's loader back, which psycopg swaps for its C
 version when it is installed (`psycopg[binary]`).
 
-PostgreSQL parses and plans every statement it is sent, which for the API's joins costs more than running them
-(0.3-0.8 ms of the database's time for the API key's query or a dashboard's tiles, against 0.1-0.2 ms to run
-them). `prepared_cursor` gives a cursor whose statements are prepared once per connection (psycopg keeps the last
-100 and names them); the database plans one again by itself when a table it reads changes. Django leaves psycopg's
-preparing off on its connections so that connection poolers in transaction mode keep working, and only the
-statements sent through this cursor are prepared: behind such a pooler, PgBouncer 1.21+ with
+PostgreSQL parses and plans every statement it is sent, which for a short statement run very often can cost
+more than running it. `prepared_cursor` gives a cursor whose statements are prepared once per connection (psycopg
+keeps the last 100 and names them); the database plans one again by itself when a table it reads changes. Django
+leaves psycopg's preparing off on its connections so that connection poolers in transaction mode keep working,
+and only the statements sent through this cursor are prepared: behind such a pooler, PgBouncer 1.21+ with
 `max_prepared_statements` set is needed.
 """
 
