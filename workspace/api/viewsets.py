@@ -86,6 +86,10 @@ class BaseViewSet(viewsets.GenericViewSet):
 
     @property
     def is_write(self) -> bool:
+        """Whether this request changes rows, and so locks what it reads. OPTIONS describes the writes a route takes
+        (DRF reads the object as a PUT would, to check its permissions) without making one: no lock."""
+        if self.action == "metadata":
+            return False
         return self.request.method not in SAFE_METHODS or self.writes_on_read
 
     # Lookup
