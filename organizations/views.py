@@ -253,7 +253,9 @@ class InviteAcceptViewSet(TenantViewSet):
     @extend_schema(request=None, responses={200: MemberSerializer})
     @action(detail=True, methods=["post"], required_scopes=["organization_member:write"])
     def accept(self, request, *args, **kwargs):
-        invite = get_object_or_404(Invite.objects.all(), pk=self.kwargs[self.lookup_field])
+        # An invite addressed to someone else is not found, like an unknown one: its existence is not theirs to learn.
+        addressed = Invite.objects.filter(target_email__iexact=request.user.email)
+        invite = get_object_or_404(addressed, pk=self.kwargs[self.lookup_field])
         scoped = key_scoped_organizations(request)
         if scoped is not None and str(invite.organization_id) not in scoped:
             raise exceptions.NotFound("Invite not found.")

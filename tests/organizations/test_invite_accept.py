@@ -1,4 +1,5 @@
 import re
+import uuid
 from datetime import timedelta
 
 import pytest
@@ -65,12 +66,22 @@ def test_an_expired_invite_is_a_400(key_client, organization, dave, settings):
     assert Invite.objects.get(pk=invite.pk).accepted_at is None
 
 
-def test_someone_elses_invite_is_a_400(key_client, organization, dave):
+def test_someone_elses_invite_is_a_404_like_an_unknown_one(key_client, organization, dave):
+    """Accepting another person's invite must not confirm that the invite exists."""
     invite = InviteFactory(organization=organization, target_email="eve@example.com")
-    response = key_client("organization_member:write", user=dave).post(accept_url(invite.id))
-    assert response.status_code == 400
-    assert response.json()["code"] == "invite_email_mismatch"
+    client = key_client("organization_member:write", user=dave)
+    response = client.post(accept_url(invite.id))
+    unknown = client.post(accept_url(uuid.uuid4()))
+    assert response.status_code == unknown.status_code == 404
+    assert response.json() == unknown.json()
     assert not Membership.objects.filter(user=dave).exists()
+
+
+def test_the_invite_email_matches_whatever_its_case(key_client, organization, dave):
+    invite = InviteFactory(organization=organization, target_email=dave.email.upper())
+    response = key_client("organization_member:write", user=dave).post(accept_url(invite.id))
+    assert response.status_code == 200, response.content
+    assert Membership.objects.filter(user=dave, organization=organization).exists()
 
 
 def test_an_existing_member_is_a_400(key_client, organization, bob):
