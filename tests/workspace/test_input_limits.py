@@ -176,3 +176,38 @@ class TestNesting:
         assert_400(response, "invalid_input", None)
         dashboard.refresh_from_db()
         assert dashboard.filters == {}
+
+
+@pytest.mark.parametrize("entry", WRITE_ROUTES, ids=route_id)
+def test_a_lone_surrogate_anywhere_in_a_body_is_refused_on_every_write_route(entry, matrix, key_client):
+    """A lone surrogate cannot be stored (PostgreSQL) nor written out (UTF-8): a 400, never a 500."""
+    module, route = entry
+    url = matrix(module, route)
+    body = '{"zz": {"list": [1, "\\ud800"]}}'
+    response = getattr(key_client("*"), route.method.lower())(url, data=body, content_type="application/json")
+    if route.body is None:
+        # An action that reads no body ignores it, as it ignores any unknown field.
+        assert response.status_code == route.status, response.content
+        return
+    assert_400(response, "invalid_input", "zz__list__1")
+    assert not ActivityLog.objects.exists()
+
+
+class TestLoneSurrogates:
+    def test_as_an_object_key_names_the_object_holding_it(self, key_client, project):
+        response = key_client("dashboard:write").post(
+            f"/api/projects/{project.id}/dashboards/",
+            data='{"name": "Lone", "filters": {"\\udc00": 1}}',
+            content_type="application/json",
+        )
+        assert_400(response, "invalid_input", "filters")
+        assert not Dashboard.objects.exists()
+
+    def test_a_surrogate_pair_is_a_character(self, key_client, project):
+        response = key_client("dashboard:write").post(
+            f"/api/projects/{project.id}/dashboards/",
+            data='{"name": "\\ud83d\\ude00"}',
+            content_type="application/json",
+        )
+        assert response.status_code == 201, response.content
+        assert response.json()["name"] == "\U0001f600"
