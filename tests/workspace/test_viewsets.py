@@ -70,7 +70,8 @@ def test_the_user_model_and_the_activity_log_sit_below_the_plumbing(module):
     assert not re.search(r"^\s*(from|import) workspace\.api\b", text, re.M), f"workspace/{module} imports workspace.api"
 
 
-LAYERS = ["workspace", "apikeys", "organizations", ("dashboards", "pipelines")]
+# STYLE.md #2: the user model and plumbing, tenancy, keys, then the features.
+LAYERS = ["workspace", "organizations", "apikeys", ("dashboards", "pipelines")]
 
 
 def layer_of(package: str) -> int:
