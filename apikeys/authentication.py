@@ -41,8 +41,9 @@ class PersonalAPIKeyAuthentication(BaseAuthentication):
     Keys are read from the header only, never from the query string or body, so they do not end up in
     access logs. Every kind of bad key (malformed, unknown, revoked, expired, inactive user) gets the same
     401, so the response says nothing about which keys exist. A malformed key is refused without a query.
-    Failures are counted per client address; over `API_AUTH_FAILURE_RATE` the address gets 429 before any
-    query, except with a key that authenticated within the last hour.
+    Failures are counted per client address; over `API_AUTH_FAILURE_RATE` the address gets 429, before any query
+    for a malformed key (a key that authenticated within the last hour is let through without counting): a
+    well-formed key is still looked up, and lets its owner in if it is good.
 
     It finds the key and its user, in one query, and nothing else: what the caller may see is decided by tenancy
     (organizations.tenancy), the same way for a key and for a session.
@@ -64,7 +65,21 @@ class PersonalAPIKeyAuthentication(BaseAuthentication):
         failures = FailedAuthenticationThrottle()
         marker = verified_key_marker(key) if key else None
         verified_here = marker is not None and _verified_here_recently(marker)
-        verified = verified_here or failures.refuse_if_over(request, exempt_key=marker)
+        try:
+            verified = verified_here or failures.refuse_if_over(request, exempt_key=marker)
+        except exceptions.Throttled as throttled:
+            # Over the address's rate a well-formed key is still looked up: whoever guesses from behind the same
+            # NAT must not lock out the owner of a good key. Anything else, and a wrong key, stays a 429.
+            if key is None or not is_well_formed(key):
+                raise
+            try:
+                user, api_key = self.authenticate_credentials(key)
+            except exceptions.AuthenticationFailed:
+                failures.record_failure(request)
+                raise throttled from None
+            cache.set(marker, True, VERIFIED_KEY_SECONDS)
+            _remember_verified(marker)
+            return user, api_key
         try:
             if key is None:
                 raise exceptions.AuthenticationFailed(

@@ -42,12 +42,22 @@ def assert_throttled(response):
     assert 1 <= int(response["Retry-After"]) <= 60
 
 
-def test_a_guesser_over_the_rate_gets_429_before_any_query(db, django_assert_num_queries):
+def test_a_guesser_over_the_rate_gets_429(db, django_assert_num_queries):
     with django_assert_num_queries(1):  # under the rate, a well-formed guess is looked up
         assert guess("10.0.0.1").status_code == 401
     exhaust("10.0.0.2")
-    with django_assert_num_queries(0):
+    with django_assert_num_queries(0):  # a malformed key costs no query
+        assert_throttled(from_address("10.0.0.2", "phx_" + "x" * 10).get(URL))
+    with django_assert_num_queries(1):  # a well-formed one is looked up, in case it is good, and still refused
         assert_throttled(guess("10.0.0.2"))
+
+
+def test_a_good_key_never_used_before_is_not_locked_out_by_a_guesser_at_its_address(alice, issue_key):
+    """Behind one NAT, someone guessing keys must not lock out a colleague who signs in for the first time."""
+    exhaust("10.0.0.11")
+    assert_throttled(guess("10.0.0.11"))
+    assert from_address("10.0.0.11", issue_key(alice, "organization:read")).get(URL).status_code == 200
+    assert_throttled(guess("10.0.0.11"))
 
 
 @pytest.mark.parametrize(
