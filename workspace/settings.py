@@ -292,6 +292,9 @@ PLUGIN_CATALOGUE_URL = os.environ.get("PLUGIN_CATALOGUE_URL", "")
 # (and /readyz says "unconfigured"); set, /readyz checks that it accepts TCP connections.
 TEMPORAL_ADDRESS = os.environ.get("TEMPORAL_ADDRESS", "")
 TEMPORAL_NAMESPACE = os.environ.get("TEMPORAL_NAMESPACE", "default")
+# How long a write of the API waits for Temporal after it commits (a schedule update, a workflow start) before it
+# answers anyway: the write is stored, and `sync_batch_export_schedules` brings Temporal in step within a minute.
+TEMPORAL_REQUEST_TIMEOUT = env_float("TEMPORAL_REQUEST_TIMEOUT", 1.0)
 TEMPORAL_TASK_QUEUE = os.environ.get("TEMPORAL_TASK_QUEUE", "batch-exports")
 # The Temporal web UI, linked from admin (schedules and workflows); empty: no links.
 TEMPORAL_UI_URL = os.environ.get("TEMPORAL_UI_URL", "").rstrip("/")

@@ -1,9 +1,9 @@
 """What the pipelines services ask of Temporal, after their transaction commits.
 
 Each request is sent from `transaction.on_commit`, so Temporal never acts on a write that rolled back, and is best
-effort: when Temporal is not configured nothing is sent (exports are recorded only); when it is unreachable the
-write still succeeds, a warning is logged, and `sync_batch_export_schedules` (run by every worker each minute)
-brings schedules and waiting runs back in step.
+effort: when Temporal is not configured nothing is sent (exports are recorded only); when it is unreachable, or
+does not answer within TEMPORAL_REQUEST_TIMEOUT (a second), the write still succeeds, a warning is logged, and
+`sync_batch_export_schedules` (run by every worker each minute) brings schedules and waiting runs back in step.
 
 The Temporal SDK is imported only when there is something to send, so a web process without TEMPORAL_ADDRESS never
 loads it.
@@ -29,7 +29,7 @@ def _after_commit(description: str, operation) -> None:
         from pipelines.temporal import client
 
         try:
-            client.call(operation())
+            client.call(operation(), timeout=settings.TEMPORAL_REQUEST_TIMEOUT)
         except Exception as error:  # noqa: BLE001 - any failure leaves the write as it is; reconciliation follows
             logger.warning("Could not %s on Temporal (the reconciliation will): %s", description, error)
 

@@ -152,6 +152,8 @@ def temporal(temporal_server, temporal_worker, transactional_db, settings):
     settings.TEMPORAL_TASK_QUEUE = temporal_worker.task_queue
     settings.BATCH_EXPORT_BACKFILL_CONCURRENCY = 2
     settings.BATCH_EXPORT_ALLOW_PRIVATE_DESTINATIONS = True
+    # The test server shares the machine's cores with the suite: its answers may take longer than in production.
+    settings.TEMPORAL_REQUEST_TIMEOUT = 15.0
     yield temporal_server
     # Leave no workflow of this test running into the next one (its rows are about to be flushed).
     unfinished = list(

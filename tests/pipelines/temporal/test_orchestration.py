@@ -364,6 +364,25 @@ def test_a_write_succeeds_when_temporal_is_unreachable(transactional_db, api_cli
     assert "Could not update the schedule of batch export" in caplog.text
 
 
+def test_a_write_answers_within_about_a_second_when_temporal_does_not_answer(
+    transactional_db, api_client, project, settings, caplog
+):
+    """A Temporal that accepts connections and never answers must not hold a write for long."""
+    from tests.faults import SilentListener
+
+    listener = SilentListener()
+    try:
+        settings.TEMPORAL_ADDRESS = f"127.0.0.1:{listener.port}"
+        started = time.monotonic()
+        export = create_export(api_client, project, {"type": "NoOp", "config": {}})
+        elapsed = time.monotonic() - started
+    finally:
+        listener.close()
+    assert BatchExport.objects.filter(pk=export.pk).exists()
+    assert elapsed < settings.TEMPORAL_REQUEST_TIMEOUT + 1.5, elapsed
+    assert "Could not update the schedule of batch export" in caplog.text
+
+
 def test_cancelling_a_backfill_cancels_its_workflow_and_its_runs(temporal, api_client, project, monkeypatch):
     now = timezone.now()
     export = create_export(api_client, project, {"type": "NoOp", "config": {}})
