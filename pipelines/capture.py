@@ -307,6 +307,14 @@ def parse_events(
     return parsed
 
 
+def in_utc(timestamp: dt.datetime) -> dt.datetime:
+    """The moment in UTC (UTC when no zone is given): the database cannot hold every offset Python reads (PostgreSQL
+    stops at 15:59). OverflowError for a moment outside the years 1-9999 once in UTC."""
+    if timestamp.tzinfo is None:
+        return timestamp.replace(tzinfo=dt.UTC)
+    return timestamp.astimezone(dt.UTC)
+
+
 def parse_plain_event(raw, *, fast: bool = False) -> NewEvent | None:
     """The event most senders send (event, distinct_id, timestamp and uuid as valid strings, properties an object),
     as `parse_event` makes it, in half the time; None for any other, which `parse_event` then reads or refuses."""
@@ -325,13 +333,11 @@ def parse_plain_event(raw, *, fast: bool = False) -> NewEvent | None:
     ):
         return None
     try:
-        timestamp = dt.datetime.fromisoformat(timestamp)
+        timestamp = in_utc(dt.datetime.fromisoformat(timestamp))
         event_uuid = uuid.UUID(event_uuid)
         properties_json = encode_properties(properties, fast=fast)
-    except (ValueError, RecursionError):
+    except (ValueError, OverflowError, RecursionError):
         return None
-    if timestamp.tzinfo is None:
-        timestamp = timestamp.replace(tzinfo=dt.UTC)
     return NewEvent(
         uuid=event_uuid,
         event=name,
@@ -393,11 +399,11 @@ def parse_event(raw, path: tuple[str, ...], *, now: dt.datetime, fast: bool = Fa
             timestamp = now
     elif isinstance(timestamp, str):
         try:
-            timestamp = dt.datetime.fromisoformat(timestamp)
+            timestamp = in_utc(dt.datetime.fromisoformat(timestamp))
         except ValueError:
             raise refuse("timestamp", "timestamp must be an ISO 8601 date and time.") from None
-        if timestamp.tzinfo is None:
-            timestamp = timestamp.replace(tzinfo=dt.UTC)
+        except OverflowError:
+            raise refuse("timestamp", "timestamp is out of range once in UTC (years 1 to 9999).") from None
     else:
         raise refuse("timestamp", "timestamp must be an ISO 8601 date and time.")
 

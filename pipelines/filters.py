@@ -1,7 +1,7 @@
 import django_filters
 
 from pipelines.models import BatchExport, Event, Plugin
-from workspace.api.filters import FilterSet, StrictBooleanFilter
+from workspace.api.filters import FilterSet, IsoDateTimeFilter, StrictBooleanFilter
 
 
 class BatchExportFilterSet(FilterSet):
@@ -33,10 +33,10 @@ class EventFilterSet(FilterSet):
     # Both bounds are exclusive, as the reference's are.
     event = django_filters.CharFilter(field_name="event", label="Only events with this name")
     distinct_id = django_filters.CharFilter(field_name="distinct_id", label="Only events of this distinct id")
-    after = django_filters.IsoDateTimeFilter(
+    after = IsoDateTimeFilter(
         field_name="timestamp", lookup_expr="gt", label="Only events after this time (ISO 8601; UTC if no zone)"
     )
-    before = django_filters.IsoDateTimeFilter(
+    before = IsoDateTimeFilter(
         field_name="timestamp", lookup_expr="lt", label="Only events before this time (ISO 8601; UTC if no zone)"
     )
 

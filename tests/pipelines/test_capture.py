@@ -539,3 +539,25 @@ def test_any_other_event_is_left_to_parse_event(raw):
     from pipelines.capture import parse_plain_event
 
     assert parse_plain_event(raw) is None
+
+
+class TestOffsetsTheDatabaseCannotHold:
+    """Python reads offsets up to 23:59, PostgreSQL's stop at 15:59: such a timestamp was a 500."""
+
+    @pytest.mark.parametrize("path", ["/capture/", "/batch/"])
+    def test_a_large_offset_is_stored_as_its_moment_in_utc(self, client, project, path):
+        sent = event(timestamp="2026-11-24T15:21:53-19:24", uuid=str(uuid.uuid4()))
+        body = (
+            {"api_key": project.api_token, **sent}
+            if path == "/capture/"
+            else {
+                "api_key": project.api_token,
+                "batch": [sent],
+            }
+        )
+        assert post(client, path, body).status_code == 200
+        assert Event.objects.get().timestamp == dt.datetime(2026, 11, 25, 10, 45, 53, tzinfo=dt.UTC)
+
+    def test_a_moment_past_year_9999_in_utc_is_a_400_naming_the_timestamp(self, client, project):
+        body = {"api_key": project.api_token, "batch": [event(timestamp="9999-12-31T23:59:59-19:24")]}
+        assert_refused(post(client, "/batch/", body), 400, "invalid_input", "batch__0__timestamp")

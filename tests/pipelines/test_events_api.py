@@ -176,3 +176,21 @@ def test_the_query_count_is_the_same_for_any_page(key_client, project, count, li
     with django_assert_num_queries(3):
         response = client.get(events_url(project.pk, f"?limit={limit}&event=$pageview&after=2020-01-01T00:00:00Z"))
     assert len(response.json()["results"]) == min(count, limit)
+
+
+class TestOffsetsTheDatabaseCannotHold:
+    """Python reads offsets up to 23:59, PostgreSQL's stop at 15:59: such a bound was a 500."""
+
+    def test_a_large_offset_is_read_as_its_moment_in_utc(self, reader, project):
+        EventFactory(project=project, event="before", timestamp=dt.datetime(2026, 11, 25, 10, 0, tzinfo=dt.UTC))
+        EventFactory(project=project, event="after", timestamp=dt.datetime(2026, 11, 25, 12, 0, tzinfo=dt.UTC))
+        # 2026-11-24T15:21:53-19:24 is 2026-11-25T10:45:53Z.
+        response = reader.get(events_url(project.pk, "?after=2026-11-24T15:21:53-19:24"))
+        assert response.status_code == 200, response.content
+        assert names(response) == ["after"]
+
+    @pytest.mark.parametrize("name", ["after", "before"])
+    def test_a_moment_past_year_9999_in_utc_is_a_400_naming_the_parameter(self, reader, project, name):
+        response = reader.get(events_url(project.pk, f"?{name}=9999-12-31T23:59:59-19:24"))
+        assert response.status_code == 400, response.content
+        assert response.json()["attr"] == name

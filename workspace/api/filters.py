@@ -5,9 +5,12 @@ as "no filter": `?paused=null` then lists everything, which looks like an answer
 subclasses `FilterSet` here and declares booleans as `StrictBooleanFilter`.
 """
 
+import datetime as dt
+
 import django_filters
 from django import forms
 from django.db import models
+from django_filters.fields import IsoDateTimeField
 from django_filters.utils import translate_validation
 
 
@@ -30,6 +33,24 @@ class StrictBooleanField(forms.Field):
 
 class StrictBooleanFilter(django_filters.BooleanFilter):
     field_class = StrictBooleanField
+
+
+class UTCIsoDateTimeField(IsoDateTimeField):
+    """An ISO 8601 date-time, in UTC: an offset the database cannot hold (PostgreSQL's stop at 15:59, Python's at
+    23:59) is converted away here, and a moment outside the years 1-9999 once in UTC is an error, not a 500."""
+
+    def to_python(self, value):
+        value = super().to_python(value)
+        if value is None:
+            return None
+        try:
+            return value.astimezone(dt.UTC)
+        except OverflowError:
+            raise forms.ValidationError("This date and time is out of range.", code="invalid") from None
+
+
+class IsoDateTimeFilter(django_filters.IsoDateTimeFilter):
+    field_class = UTCIsoDateTimeField
 
 
 class FilterSet(django_filters.FilterSet):
