@@ -95,6 +95,16 @@ DESTINATIONS: dict[str, DestinationSpec] = {
 }
 
 
+def known_keys(destination_type: str) -> frozenset[str]:
+    """The keys a config of this type may hold: those its spec names (and S3's file format and compression)."""
+    spec = DESTINATIONS[destination_type]
+    keys = {*spec.required, *spec.strings, *spec.integers, *spec.booleans, *spec.lists, *spec.urls}
+    keys |= {key for key, _ in spec.choices} | {key for group in spec.one_of for key in group}
+    if destination_type == "S3":
+        keys |= {"file_format", "compression"}
+    return frozenset(keys)
+
+
 def public_config(config: dict | None) -> dict:
     """The config without its secrets: what responses and the activity log show."""
     return {key: value for key, value in (config or {}).items() if key not in SECRET_KEYS}
@@ -114,6 +124,10 @@ def config_errors(destination_type: str, config) -> dict:
     def add(key: str, message: str, code: str = "invalid") -> None:
         errors.setdefault(key, []).append(ErrorDetail(message, code=code))
 
+    # Only what the type defines is kept: anything else would be stored, and exported, as given.
+    for key in config:
+        if key not in known_keys(destination_type):
+            add(key, f"Unknown key for a {destination_type} destination.")
     for key in spec.required:
         if config.get(key) in (None, ""):
             add(key, f"This field is required for a {destination_type} destination.", "required")

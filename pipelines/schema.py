@@ -24,7 +24,7 @@ def config_schema(spec, destination_type: str) -> dict:
         properties[key] = {"type": "boolean", "nullable": True}
     for key in spec.lists:
         properties[key] = {"type": "array", "items": {"type": "string"}, "nullable": True}
-    schema: dict = {"type": "object", "properties": properties}
+    schema: dict = {"type": "object", "properties": properties, "additionalProperties": False}
     if spec.required:
         schema["required"] = list(spec.required)
     all_of = [
@@ -33,6 +33,8 @@ def config_schema(spec, destination_type: str) -> dict:
     ]
     if destination_type == "S3":
         properties["file_format"] = {"type": "string", "enum": list(S3_FILE_FORMATS), "default": "JSONLines"}
+        every_compression = sorted({c for compressions in S3_FILE_FORMATS.values() for c in compressions if c})
+        properties["compression"] = {"type": "string", "nullable": True, "enum": every_compression}
         alternatives = []
         for file_format, compressions in S3_FILE_FORMATS.items():
             alternative = {

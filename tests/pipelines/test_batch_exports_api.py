@@ -74,6 +74,10 @@ BAD_CONFIGS = [
     ("S3", {**VALID_CONFIGS["S3"], "file_format": "Parquet", "compression": {}}, "destination__config__compression"),
     ("Snowflake", {**VALID_CONFIGS["Snowflake"], "password": None}, "destination__config__password"),
     ("Postgres", {**VALID_CONFIGS["Postgres"], "port": "5432"}, "destination__config__port"),
+    # Only the keys a type defines are kept: anything else would be stored and exported as given.
+    ("NoOp", {"anything": "at all"}, "destination__config__anything"),
+    ("HTTP", {**VALID_CONFIGS["HTTP"], "headers": {"X": "1"}}, "destination__config__headers"),
+    ("S3", {**VALID_CONFIGS["S3"], "acl": "public-read"}, "destination__config__acl"),
     ("Redshift", {**VALID_CONFIGS["Redshift"], "host": ""}, "destination__config__host"),
     (
         "Redshift",
@@ -495,3 +499,27 @@ class TestFiltersAndPaths:
         detail = export_url(organization, response.json()["id"]).rstrip("/")
         assert client.get(detail).status_code == 200
         assert client.post(detail + "/pause").status_code == 200
+
+
+def test_stored_configs_keep_only_the_keys_of_their_type(project):
+    """The data migration that came with refusing unknown keys: junk stored before is dropped, secrets kept."""
+    import importlib
+
+    from django.apps import apps
+
+    migration = importlib.import_module("pipelines.migrations.0007_destination_config_known_keys")
+    junk = BatchExport.objects.create(
+        project=project,
+        name="Junk",
+        destination_type="HTTP",
+        destination_config={**VALID_CONFIGS["HTTP"], "headers": {"X": "1"}},
+        interval="hour",
+    )
+    noop = BatchExport.objects.create(
+        project=project, name="NoOp", destination_type="NoOp", destination_config={"a": 1}, interval="hour"
+    )
+    migration.keep_known_keys(apps, None)
+    junk.refresh_from_db()
+    noop.refresh_from_db()
+    assert junk.destination_config == VALID_CONFIGS["HTTP"]
+    assert noop.destination_config == {}
