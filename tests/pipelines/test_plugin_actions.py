@@ -180,6 +180,22 @@ class TestSource:
         assert response.json()["attr"] == attr
         assert not PluginSourceFile.objects.exists()
 
+    @pytest.mark.parametrize(
+        "filename", ["../../etc/passwd", "/etc/passwd", "src/../../x.ts", "a//b.ts", "./a.ts", "a\\b.ts", "a\tb.ts"]
+    )
+    def test_update_source_refuses_names_that_are_not_plain_relative_paths(self, client, organization, filename):
+        plugin = PluginFactory(organization=organization)
+        response = client.patch(item_url(organization, plugin) + "update_source/", {filename: "x"}, format="json")
+        assert response.status_code == 400, response.content
+        assert (response.json()["code"], response.json()["attr"]) == ("invalid_input", filename)
+        assert not PluginSourceFile.objects.exists()
+
+    def test_update_source_takes_files_in_folders(self, client, organization):
+        plugin = PluginFactory(organization=organization)
+        response = client.patch(item_url(organization, plugin) + "update_source/", {"src/index.ts": "x"}, format="json")
+        assert response.status_code == 200, response.content
+        assert response.json()["source"] == {"src/index.ts": "x"}
+
 
 class TestListActions:
     @pytest.mark.parametrize(
