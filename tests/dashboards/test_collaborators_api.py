@@ -233,8 +233,7 @@ def test_add_turns_a_concurrent_duplicate_into_a_400(key_client, project, restri
 
 
 def test_the_list_shows_each_collaborator_as_adding_it_answered(key_client, project, restricted, bob, carol):
-    """The list represents plain rows (dashboards.detail); adding answers with the serializer's representation of
-    the instance. Both must be the same."""
+    """The list and the answer to adding come from the same read: both must be the same."""
     client = key_client("dashboard:read", "dashboard:write")
     added = [
         client.post(collaborators_url(project, restricted), {"user_uuid": str(user.uuid), "level": 37}, format="json")

@@ -1,5 +1,4 @@
-"""The dashboards and insights lists read plain rows (dashboards.selectors): each item is what the serializer gives
-for the same object, as its detail shows it."""
+"""Each item of the dashboards and insights lists is what the detail shows of the same object: one read path."""
 
 from dashboards.models import RestrictionLevel
 from tests.dashboards.factories import (
@@ -59,8 +58,7 @@ def test_each_dashboard_of_the_list_is_its_detail_without_what_only_the_detail_s
 
 
 def test_the_dashboard_detail_is_what_the_write_path_represents(key_client, project, alice, bob):
-    """The detail read represents plain rows (dashboards.detail); a write answers with the serializer's
-    representation of the instance. Both must be the same, byte for byte and ETag for ETag."""
+    """The detail read and a write's answer come from the same read: byte for byte and ETag for ETag."""
     dashboard = DashboardFactory(
         project=project, created_by=bob, tags=["b", "a"], restriction_level=RestrictionLevel.ONLY_COLLABORATORS_CAN_EDIT
     )
