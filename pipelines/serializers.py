@@ -58,8 +58,8 @@ class LatestRunsSerializer(serializers.ListSerializer):
         return BatchExportRun.objects.annotate(rank=rank).filter(rank__lte=LATEST_RUNS).order_by(*newest_first)
 
     def to_representation(self, data):
-        # Prefetched, these are the latest runs already; otherwise they are read here.
-        return super().to_representation(data.all()[:LATEST_RUNS])
+        # Prefetched (a list), these are the latest runs already; otherwise (the related manager) they are read here.
+        return super().to_representation(data if isinstance(data, list) else data.all()[:LATEST_RUNS])
 
 
 @extend_schema_field(OpenApiTypes.OBJECT)

@@ -9,6 +9,7 @@ read through it, so adding a field is model + migration + serializer.
 import copy
 import datetime
 import functools
+import operator
 
 from django.core.exceptions import FieldDoesNotExist
 from django.db import models
@@ -49,21 +50,16 @@ class ModelSerializer(serializers.ModelSerializer):
         request."""
         plan = self.__dict__.get("_plan")
         if plan is None:
+            model = getattr(getattr(self, "Meta", None), "model", None)
             plan = self._plan = [
-                (name, field, _plain_source(field), _representation(field))
+                (name, _reader(field, model), _representation(field))
                 for name, field in self.fields.items()
                 if not field.write_only
             ]
         represented = {}
-        for name, field, source_attrs, represent in plan:
+        for name, read, represent in plan:
             try:
-                if source_attrs is None:
-                    attribute = field.get_attribute(instance)
-                else:
-                    try:
-                        attribute = get_attribute(instance, source_attrs)
-                    except (KeyError, AttributeError, BuiltinSignatureError):
-                        attribute = field.get_attribute(instance)  # DRF's default, null or error for what is missing
+                attribute = read(instance)
             except SkipField:
                 continue
             empty = (attribute.pk if isinstance(attribute, PKOnlyObject) else attribute) is None
@@ -75,12 +71,51 @@ class ModelSerializer(serializers.ModelSerializer):
 _FIELD_PROTOTYPES: dict[type, dict] = {}
 
 
-def _plain_source(field) -> list[str] | None:
-    """The attributes a field reads when it reads them as every DRF field does (`Field.get_attribute`), which can
-    then be followed without the method's own work around them; None for a field that reads in a way of its own."""
+def _reader(field, model: type[models.Model] | None):
+    """How a field's attribute is read from an object, as `field.get_attribute` reads it, without the work DRF's
+    method does around every read when it can be known once: a column of the serializer's model is an attribute
+    of the object; a nested list comes from where `read_queryset` prefetched it; other plain sources are followed
+    as DRF follows them. A field that reads in a way of its own keeps its method."""
+    if isinstance(field, serializers.ListSerializer) and len(field.source_attrs) == 1:
+        prefetched = prefetched_attribute(field.source)
+
+        def read_list(instance):
+            rows = instance.__dict__.get(prefetched)
+            return field.get_attribute(instance) if rows is None else rows
+
+        return read_list
     if type(field).get_attribute is not serializers.Field.get_attribute or field.source == "*":
-        return None
-    return field.source_attrs
+        return field.get_attribute
+    if len(field.source_attrs) == 1 and _is_column(model, field.source):
+        follow = operator.attrgetter(field.source)
+    else:
+        follow = functools.partial(get_attribute, attrs=field.source_attrs)
+
+    def read(instance):
+        try:
+            return follow(instance)
+        except (KeyError, AttributeError, BuiltinSignatureError):
+            return field.get_attribute(instance)  # DRF's default, null or error for what is missing
+
+    return read
+
+
+def _is_column(model: type[models.Model] | None, name: str) -> bool:
+    """Whether `name` is a column attribute of `model` (a field, or a foreign key's `_id`), never a callable."""
+    if model is None:
+        return False
+    try:
+        field = model._meta.get_field(name)
+    except FieldDoesNotExist:
+        return False
+    return field.concrete and field.attname == name
+
+
+def prefetched_attribute(source: str) -> str:
+    """Where `read_queryset` puts the rows of the nested list read from `source`: a plain list in an attribute of the
+    object (a `Prefetch` with `to_attr`), rather than a related manager's cache, which Django fills through a new
+    queryset for every object of the page."""
+    return f"_prefetched_{source}"
 
 
 def _representation(field):
@@ -147,9 +182,8 @@ def _collect(serializer: serializers.Serializer, model, prefix: str, select: lis
         source = field.source
         relation = None if source == "*" else _relation(model, source.replace(".", "__"))
         if isinstance(field, serializers.ListSerializer) and isinstance(field.child, serializers.ModelSerializer):
-            if relation is not None and (relation.many_to_many or relation.one_to_many):
-                path = prefix + source.replace(".", "__")
-                prefetches.append(functools.partial(_nested_list, field, relation, path))
+            if relation is not None and (relation.many_to_many or relation.one_to_many) and "." not in source:
+                prefetches.append(functools.partial(_nested_list, field, relation, prefix + source))
         elif isinstance(field, serializers.ModelSerializer):
             if source == "*":
                 _collect(field, model, prefix, select, prefetches)
@@ -173,7 +207,7 @@ def _nested_list(field: serializers.ListSerializer, relation, path: str) -> Pref
         rows = field.related_queryset()
     else:
         rows = relation.related_model._default_manager.all()
-    return Prefetch(path, queryset=read_queryset(type(field.child), rows))
+    return Prefetch(path, queryset=read_queryset(type(field.child), rows), to_attr=prefetched_attribute(field.source))
 
 
 def _relation(model: type[models.Model], path: str):
