@@ -111,3 +111,34 @@ class ActivityLog(models.Model):
 
     def __str__(self) -> str:
         return f"{self.scope} {self.item_id} {self.activity}"
+
+
+class IdempotencyRecord(models.Model):
+    """The claim of an Idempotency-Key, then the first answer to the POST that carried it, replayed to its retries
+    (DECISIONS.md §10).
+
+    Kept in the database, like the writes it protects, so that the guarantee holds in every process and across
+    restarts with no other store up. `digest` stands for the caller and the key together; its uniqueness is the
+    claim: of concurrent requests with one key, only the one whose INSERT succeeds runs.
+    """
+
+    class State(models.TextChoices):
+        RUNNING = "running"
+        DONE = "done"
+
+    digest = models.CharField(max_length=64, help_text="SHA-256 of the caller and the key.")
+    fingerprint = models.CharField(max_length=64, help_text="SHA-256 of the method, full path and body.")
+    state = models.CharField(max_length=7, choices=State.choices)
+    status = models.PositiveSmallIntegerField(null=True, blank=True)
+    headers = models.JSONField(default=dict, blank=True, help_text="The kept headers of the answer.")
+    body = models.BinaryField(default=b"", blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["digest"], name="idempotency_record_digest")]
+        # For the purge of expired records.
+        indexes = [models.Index(fields=["expires_at"], name="idempotency_record_expiry")]
+
+    def __str__(self) -> str:
+        return f"{self.digest[:12]} {self.state}"

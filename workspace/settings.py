@@ -209,19 +209,9 @@ if REDIS_URL:
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
-# Idempotency-Key records (workspace/api/idempotency.py) must be shared by every process: the shared Redis
-# when there is one, else a table in the database (created by a migration through `createcachetable`).
-IDEMPOTENCY_CACHE = "idempotency"
+# How long the answer to a POST with an Idempotency-Key is replayed. The records live in the database
+# (workspace/api/idempotency.py); `manage.py purge_idempotency_records` deletes expired ones.
 IDEMPOTENCY_TTL_SECONDS = 24 * 3600
-if REDIS_URL:
-    CACHES[IDEMPOTENCY_CACHE] = {**CACHES["default"], "KEY_PREFIX": CACHES["default"]["KEY_PREFIX"] + ":idem"}
-else:
-    CACHES[IDEMPOTENCY_CACHE] = {
-        "BACKEND": "django.core.cache.backends.db.DatabaseCache",
-        "LOCATION": "idempotency_records",
-        # Records expire after 24 h; never cull younger ones to make room.
-        "OPTIONS": {"MAX_ENTRIES": 10**9},
-    }
 
 
 # Content-Security-Policy (workspace/api/middleware.py), for a response that sets none itself. API responses are

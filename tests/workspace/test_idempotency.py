@@ -1,16 +1,23 @@
-"""Idempotency-Key on POSTs (DECISIONS.md §10): replay, reuse with another request, a key in use, bad keys."""
+"""Idempotency-Key on POSTs (DECISIONS.md §10): replay, reuse with another request, a key in use, bad keys, the
+records kept in the database, their expiry and purge. Real processes: test_idempotency_durable.py."""
 
 import hashlib
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+from io import StringIO
 
 import pytest
 import requests
 from django.core.cache import caches
+from django.core.management import call_command
+from django.utils import timezone
+from rest_framework.test import APIClient
 
 from organizations.models import Organization
 from tests.workspace.factories import UserFactory
-from workspace.api.idempotency import record_key
+from workspace.api.idempotency import record_digest
+from workspace.models import IdempotencyRecord
 
 
 @pytest.fixture
@@ -54,12 +61,14 @@ def test_the_same_key_on_another_path_is_a_422(client, organization):
     assert response.status_code == 422
 
 
-def test_a_key_still_running_is_a_409(client, settings):
-    create(client, key="in-flight")
-    store = caches[settings.IDEMPOTENCY_CACHE]
+def record_of(client, key: str) -> IdempotencyRecord:
     caller = "key:" + hashlib.sha256(client._credentials["HTTP_AUTHORIZATION"].encode()).hexdigest()
-    stored_at = record_key(caller, "in-flight")
-    store.set(stored_at, {**store.get(stored_at), "state": "running"})
+    return IdempotencyRecord.objects.get(digest=record_digest(caller, key))
+
+
+def test_a_key_still_running_is_a_409(client):
+    create(client, key="in-flight")
+    IdempotencyRecord.objects.filter(pk=record_of(client, "in-flight").pk).update(state="running")
 
     response = create(client, key="in-flight")
 
@@ -118,3 +127,76 @@ def test_without_a_key_every_post_runs(client):
     client.post("/api/organizations/", {"name": "Acme"}, format="json")
     client.post("/api/organizations/", {"name": "Acme"}, format="json")
     assert Organization.objects.filter(name="Acme").count() == 2
+
+
+def test_the_answer_is_kept_in_the_database_not_in_a_cache(client):
+    first = create(client)
+    for alias in caches:
+        caches[alias].clear()
+    second = create(client)
+
+    record = record_of(client, "retry-1")
+    assert (record.state, record.status, bytes(record.body)) == ("done", 201, first.content)
+    assert second["Idempotent-Replayed"] == "true"
+    assert Organization.objects.filter(name="Acme").count() == 1
+
+
+def test_an_answer_past_its_expiry_is_not_replayed(client, settings):
+    create(client)
+    IdempotencyRecord.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
+
+    again = create(client)
+
+    assert again.status_code == 201
+    assert "Idempotent-Replayed" not in again
+    assert Organization.objects.filter(name="Acme").count() == 2
+    record = record_of(client, "retry-1")
+    assert record.state == "done"
+    assert record.expires_at > timezone.now() + timedelta(seconds=settings.IDEMPOTENCY_TTL_SECONDS - 60)
+    assert create(client)["Idempotent-Replayed"] == "true"
+
+
+def test_an_expired_key_may_be_used_for_another_request(client):
+    create(client)
+    IdempotencyRecord.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
+
+    response = create(client, name="Other")
+
+    assert response.status_code == 201
+    assert Organization.objects.filter(name="Other").count() == 1
+
+
+@pytest.mark.urls("tests.workspace.urls_failing")
+@pytest.mark.parametrize("path", ["/api/failing/", "/api/database-down-outside-drf/"])
+def test_a_failed_request_frees_its_key(client, path):
+    first = client.post(path, {}, format="json", HTTP_IDEMPOTENCY_KEY="fails")
+    second = client.post(path, {}, format="json", HTTP_IDEMPOTENCY_KEY="fails")
+
+    assert first.status_code == second.status_code
+    assert first.status_code >= 500
+    assert "Idempotent-Replayed" not in second
+    assert not IdempotencyRecord.objects.exists()
+
+
+def test_a_refused_key_keeps_no_record(db):
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION="Bearer phx_not_a_key")
+    response = create(client)
+
+    assert response.status_code == 401
+    assert not IdempotencyRecord.objects.exists()
+
+
+def test_the_purge_deletes_expired_records_only(client):
+    for number in range(7):
+        create(client, key=f"old-{number}")
+    create(client, key="fresh")
+    IdempotencyRecord.objects.exclude(pk=record_of(client, "fresh").pk).update(
+        expires_at=timezone.now() - timedelta(seconds=1)
+    )
+
+    output = StringIO()
+    call_command("purge_idempotency_records", "--batch-size", "3", stdout=output)
+
+    assert "Deleted 7 expired" in output.getvalue()
+    assert list(IdempotencyRecord.objects.all()) == [record_of(client, "fresh")]

@@ -2,20 +2,27 @@
 
 The first request with a key runs; its status and body are kept for `IDEMPOTENCY_TTL_SECONDS` (24 h) per caller
 and key. A retry with the same method, path and body replays them with `Idempotent-Replayed: true` and does
-nothing else; the same key with another request is a 422, and while the first is still running a 409. Records
-live in the `idempotency` cache: the database by default, the shared Redis when REDIS_URL is set, so they hold
-across processes. The key is claimed with an atomic `add` before the view runs, outside the view's transaction,
-so a concurrent retry sees it at once.
+nothing else; the same key with another request is a 422, and while the first is still running a 409.
+
+Records live in the database (`IdempotencyRecord`), like the writes they protect, so the guarantee holds in every
+process and needs no other store: a cache that can go away would make it last only while the cache is up. The key
+is claimed before the view runs, outside the view's transaction, by an INSERT that the unique digest lets only one
+request make, committed at once so that a concurrent retry sees it. An expired record counts as absent; expired
+records are deleted by `manage.py purge_idempotency_records`. With the database down the claim fails and the
+request is a 503, as the view would be.
 """
 
 import hashlib
 import logging
+from datetime import timedelta
 
 from django.conf import settings
-from django.core.cache import caches
-from django.http import HttpResponse
+from django.db import DatabaseError, IntegrityError, transaction
+from django.http import HttpResponse, JsonResponse
+from django.utils import timezone
 
-from workspace.api.exceptions import error_response
+from workspace.api.exceptions import DATABASE_UNAVAILABLE, error_response, service_unavailable
+from workspace.models import IdempotencyRecord
 
 logger = logging.getLogger(__name__)
 
@@ -23,8 +30,8 @@ HEADER = "Idempotency-Key"
 KEPT_HEADERS = ("Content-Type", "ETag", "Location", "Allow")
 # Answers that say nothing about the request's effect are not kept: a retry should run again.
 NOT_KEPT = frozenset({401, 409, 429})
-RUNNING = "running"
-DONE = "done"
+RUNNING = IdempotencyRecord.State.RUNNING
+DONE = IdempotencyRecord.State.DONE
 
 
 def valid_key(key: str) -> bool:
@@ -42,8 +49,8 @@ def caller_of(request) -> str | None:
     return None
 
 
-def record_key(caller: str, key: str) -> str:
-    return "idempotency:" + hashlib.sha256(f"{caller}\0{key}".encode()).hexdigest()
+def record_digest(caller: str, key: str) -> str:
+    return hashlib.sha256(f"{caller}\0{key}".encode()).hexdigest()
 
 
 def fingerprint(request) -> str:
@@ -54,9 +61,51 @@ def fingerprint(request) -> str:
     return digest.hexdigest()
 
 
-def replay(record: dict) -> HttpResponse:
-    response = HttpResponse(record["body"], status=record["status"])
-    for name, value in record["headers"].items():
+def claim(digest: str, request_fingerprint: str) -> IdempotencyRecord | None:
+    """Claims the key for this request: None when it may run, else the record that holds the key."""
+    now = timezone.now()
+    running = {
+        "fingerprint": request_fingerprint,
+        "state": RUNNING,
+        "status": None,
+        "headers": {},
+        "body": b"",
+        "created_at": now,
+        "expires_at": now + timedelta(seconds=settings.IDEMPOTENCY_TTL_SECONDS),
+    }
+    try:
+        with transaction.atomic():
+            IdempotencyRecord.objects.create(digest=digest, **running)
+        return None
+    except IntegrityError:
+        pass
+    # An expired record counts as absent. Taking it over is one UPDATE whose condition the database checks again
+    # under the row's lock, so of concurrent requests only one takes it.
+    if IdempotencyRecord.objects.filter(digest=digest, expires_at__lte=now).update(**running):
+        return None
+    record = IdempotencyRecord.objects.filter(digest=digest).first()
+    if record is None:  # freed since the INSERT: the request that held the key failed a moment ago
+        return IdempotencyRecord(digest=digest, fingerprint=request_fingerprint, state=RUNNING)
+    return record
+
+
+def settle(digest: str, response: HttpResponse | None) -> None:
+    """Keeps the answer for the key's retries, or frees the key when there is no answer worth replaying."""
+    held = IdempotencyRecord.objects.filter(digest=digest, state=RUNNING)
+    try:
+        if response is None or response.status_code >= 500 or response.status_code in NOT_KEPT or response.streaming:
+            held.delete()
+        else:
+            headers = {name: response[name] for name in KEPT_HEADERS if response.has_header(name)}
+            held.update(state=DONE, status=response.status_code, headers=headers, body=response.content)
+    except DatabaseError as error:
+        # The database went away after the claim: the key stays in use (409) until it expires.
+        logger.warning("Idempotency-Key record not settled (%s: %s).", type(error).__name__, str(error).strip())
+
+
+def replay(record: IdempotencyRecord) -> HttpResponse:
+    response = HttpResponse(bytes(record.body), status=record.status)
+    for name, value in record.headers.items():
         response[name] = value
     response["Idempotent-Replayed"] = "true"
     return response
@@ -82,25 +131,22 @@ class IdempotencyMiddleware:
         caller = caller_of(request)
         if caller is None:  # the view answers 401; nothing to keep
             return self.get_response(request)
-        store = caches[settings.IDEMPOTENCY_CACHE]
-        stored_at = record_key(caller, key)
+        digest = record_digest(caller, key)
         request_fingerprint = fingerprint(request)
-        timeout = settings.IDEMPOTENCY_TTL_SECONDS
         try:
-            claimed = store.add(stored_at, {"state": RUNNING, "fingerprint": request_fingerprint}, timeout)
-            record = None if claimed else store.get(stored_at)
-        except Exception:  # a store that is down must not stop writes: serve the request without the guarantee
-            logger.warning("Idempotency store unavailable; serving the request without replay protection.")
-            return self.get_response(request)
+            record = claim(digest, request_fingerprint)
+        except DATABASE_UNAVAILABLE as error:
+            body, headers = service_unavailable(error)
+            return JsonResponse(body, status=503, headers=headers)
         if record is not None:
-            if record["fingerprint"] != request_fingerprint:
+            if record.fingerprint != request_fingerprint:
                 return error_response(
                     422,
                     "invalid_request",
                     "idempotency_key_reused",
                     "This Idempotency-Key was used for a different request; use a new key.",
                 )
-            if record["state"] == RUNNING:
+            if record.state == RUNNING:
                 return error_response(
                     409,
                     "invalid_request",
@@ -111,21 +157,21 @@ class IdempotencyMiddleware:
         try:
             response = self.get_response(request)
         except BaseException:
-            store.delete(stored_at)
+            settle(digest, None)
             raise
-        try:
-            if response.status_code >= 500 or response.status_code in NOT_KEPT or response.streaming:
-                store.delete(stored_at)
-            else:
-                headers = {name: response[name] for name in KEPT_HEADERS if response.has_header(name)}
-                done = {
-                    "state": DONE,
-                    "fingerprint": request_fingerprint,
-                    "status": response.status_code,
-                    "headers": headers,
-                    "body": response.content,
-                }
-                store.set(stored_at, done, timeout)
-        except Exception:
-            logger.warning("Idempotency store unavailable; the answer of this request is not kept.")
+        settle(digest, response)
         return response
+
+
+def purge_expired(batch_size: int = 500) -> int:
+    """Deletes expired records, `batch_size` per statement so that none holds many row locks for long; returns how
+    many. The DELETE checks the expiry again: a record taken over since it was listed is kept."""
+    now = timezone.now()
+    expired = IdempotencyRecord.objects.filter(expires_at__lte=now)
+    purged = 0
+    while True:
+        batch = list(expired.values_list("pk", flat=True)[:batch_size])
+        if batch:
+            purged += expired.filter(pk__in=batch).delete()[0]
+        if len(batch) < batch_size:
+            return purged

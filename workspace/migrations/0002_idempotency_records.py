@@ -1,13 +1,10 @@
-from django.core.management import call_command
 from django.db import migrations
 
 
-def create_cache_tables(apps, schema_editor):
-    # The Idempotency-Key records live in a database cache table unless REDIS_URL is set (see settings).
-    call_command("createcachetable", database=schema_editor.connection.alias, verbosity=0)
-
-
 class Migration(migrations.Migration):
+    """Once created the database cache table for Idempotency-Key records (`createcachetable`). The records have a
+    model of their own since 0006, which drops that table, and no cache uses the database: nothing is left to do."""
+
     dependencies = [("workspace", "0001_initial")]
 
-    operations = [migrations.RunPython(create_cache_tables, migrations.RunPython.noop)]
+    operations = []
