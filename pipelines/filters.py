@@ -1,6 +1,6 @@
 import django_filters
 
-from pipelines.models import BatchExport, Event, Plugin
+from pipelines.models import BatchExport, BatchExportRunLog, Event, Plugin
 from workspace.api.filters import FilterSet, IsoDateTimeFilter, StrictBooleanFilter
 
 
@@ -15,6 +15,27 @@ class BatchExportFilterSet(FilterSet):
 
     class Meta:
         model = BatchExport
+        fields: list[str] = []
+
+
+class BatchExportLogFilterSet(FilterSet):
+    # Both bounds are exclusive, as the events list's are.
+    level = django_filters.MultipleChoiceFilter(
+        field_name="level", choices=BatchExportRunLog.Level.choices, label="Only lines of these levels (repeatable)"
+    )
+    search = django_filters.CharFilter(
+        field_name="message", lookup_expr="icontains", label="Only lines containing this"
+    )
+    after = IsoDateTimeFilter(
+        field_name="timestamp", lookup_expr="gt", label="Only lines after this time (ISO 8601; UTC if no zone)"
+    )
+    before = IsoDateTimeFilter(
+        field_name="timestamp", lookup_expr="lt", label="Only lines before this time (ISO 8601; UTC if no zone)"
+    )
+    run_id = django_filters.UUIDFilter(field_name="run_id", label="Only lines of this run")
+
+    class Meta:
+        model = BatchExportRunLog
         fields: list[str] = []
 
 

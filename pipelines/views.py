@@ -10,7 +10,7 @@ from rest_framework.response import Response
 
 from organizations.tenancy import OrganizationScopedViewSet, ProjectScopedViewSet
 from pipelines.destinations import public_config
-from pipelines.filters import BatchExportFilterSet, EventFilterSet, PluginFilterSet
+from pipelines.filters import BatchExportFilterSet, BatchExportLogFilterSet, EventFilterSet, PluginFilterSet
 from pipelines.models import (
     BatchExport,
     BatchExportBackfill,
@@ -63,7 +63,36 @@ PROJECT_ID = OpenApiParameter(
 )
 BATCH_EXPORT_ID = OpenApiParameter("batch_export_id", OpenApiTypes.UUID, OpenApiParameter.PATH)
 # The project route's operations, whose `project_id` the schema cannot read from the model.
-PROJECT_ACTIONS = ["list", "create", "retrieve", "update", "partial_update", "destroy", "pause", "unpause", "backfill"]
+PROJECT_ACTIONS = [
+    "list",
+    "create",
+    "retrieve",
+    "update",
+    "partial_update",
+    "destroy",
+    "pause",
+    "unpause",
+    "backfill",
+    "logs",
+]
+
+
+LOG_FILTERS = [
+    OpenApiParameter(
+        "level",
+        {"type": "array", "items": {"type": "string", "enum": BatchExportRunLog.Level.values}},
+        explode=True,
+        description="Only lines of these levels (repeatable).",
+    ),
+    OpenApiParameter("search", OpenApiTypes.STR, description="Only lines containing this text (any case)."),
+    OpenApiParameter(
+        "after", OpenApiTypes.DATETIME, description="Only lines after this time (ISO 8601; UTC if no zone)."
+    ),
+    OpenApiParameter(
+        "before", OpenApiTypes.DATETIME, description="Only lines before this time (ISO 8601; UTC if no zone)."
+    ),
+    OpenApiParameter("run_id", OpenApiTypes.UUID, description="Only lines of this run."),
+]
 
 
 class BatchExportViewSetMixin(ListMixin, CreateMixin, RetrieveMixin, UpdateMixin, DestroyMixin):
@@ -124,6 +153,24 @@ class BatchExportViewSetMixin(ListMixin, CreateMixin, RetrieveMixin, UpdateMixin
             return export
 
         return self.write_object(batch_export, backfill, activity="backfilled")
+
+    @extend_schema(
+        parameters=LOG_FILTERS,
+        responses=BatchExportRunLogSerializer(many=True),
+        summary="The log lines of all the export's runs, newest first",
+    )
+    @action(
+        detail=True,
+        methods=["get"],
+        required_scopes=["batch_export:read"],
+        serializer_class=BatchExportRunLogSerializer,
+        filter_backends=[],  # the export's filters are not its lines'; BatchExportLogFilterSet filters these
+    )
+    def logs(self, request, *args, **kwargs):
+        lines = BatchExportRunLog.objects.filter(run__batch_export=self.get_object())
+        lines = BatchExportLogFilterSet(request.query_params, queryset=lines, request=request).qs
+        lines = self.read_queryset(lines.order_by(*BatchExportRunLog.NEWEST_FIRST), BatchExportRunLogSerializer)
+        return self.get_paginated_response(BatchExportRunLogSerializer(self.paginate_queryset(lines), many=True).data)
 
 
 class OrganizationBatchExportViewSet(BatchExportViewSetMixin, OrganizationScopedViewSet):

@@ -25,6 +25,7 @@ ROUTES = [
     Route("POST", EXPORT + "unpause/", "batch_export:write", 200),
     Route("POST", EXPORT + "backfill/", "batch_export:write", 200, BACKFILL),
     Route("GET", EXPORT + "runs/", "batch_export:read", 200),
+    Route("GET", EXPORT + "logs/", "batch_export:read", 200),
 ]
 
 # The reference's main route: the same operations under a project, plus runs and backfills.
@@ -42,6 +43,7 @@ ROUTES += [
     Route("POST", PROJECT_EXPORT + "pause/", "batch_export:write", 200),
     Route("POST", PROJECT_EXPORT + "unpause/", "batch_export:write", 200),
     Route("POST", PROJECT_EXPORT + "backfill/", "batch_export:write", 200, BACKFILL),
+    Route("GET", PROJECT_EXPORT + "logs/", "batch_export:read", 200),
     Route("GET", RUNS, "batch_export:read", 200),
     Route("GET", RUNS + "{run_id}/", "batch_export:read", 200),
     Route("POST", RUNS + "{run_id}/retry/", "batch_export:write", 201),

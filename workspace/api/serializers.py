@@ -184,6 +184,11 @@ def _collect(serializer: serializers.Serializer, model, prefix: str, select: lis
         if isinstance(field, serializers.ListSerializer) and isinstance(field.child, serializers.ModelSerializer):
             if relation is not None and (relation.many_to_many or relation.one_to_many) and "." not in source:
                 prefetches.append(functools.partial(_nested_list, field, relation, prefix + source))
+        elif not isinstance(field, serializers.BaseSerializer) and len(field.source_attrs) > 1:
+            # A value read through foreign keys (`run.batch_export_id`): joined like a nested object.
+            through = "__".join(field.source_attrs[:-1])
+            if _joinable(model, through):
+                select.append(prefix + through)
         elif isinstance(field, serializers.ModelSerializer):
             if source == "*":
                 _collect(field, model, prefix, select, prefetches)
@@ -208,6 +213,19 @@ def _nested_list(field: serializers.ListSerializer, relation, path: str) -> Pref
     else:
         rows = relation.related_model._default_manager.all()
     return Prefetch(path, queryset=read_queryset(type(field.child), rows), to_attr=prefetched_attribute(field.source))
+
+
+def _joinable(model: type[models.Model], path: str) -> bool:
+    """Whether every step of `path` (`a__b`) from `model` is a foreign key or one-to-one: one row, joined."""
+    for name in path.split("__"):
+        try:
+            field = model._meta.get_field(name)
+        except FieldDoesNotExist:
+            return False
+        if not (field.many_to_one or field.one_to_one):
+            return False
+        model = field.related_model
+    return True
 
 
 def _relation(model: type[models.Model], path: str):
