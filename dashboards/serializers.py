@@ -325,6 +325,19 @@ class MoveTileSerializer(serializers.Serializer):
     toDashboard = serializers.IntegerField()  # noqa: N815 - the field name is part of the contract
 
 
+class CopyTileSerializer(serializers.Serializer):
+    """`{"fromDashboardId": M, "tileId": N}`: the tile N of the project's dashboard M."""
+
+    fromDashboardId = serializers.IntegerField()  # noqa: N815 - the field name is part of the contract
+    tileId = serializers.IntegerField()  # noqa: N815
+
+
+class ReorderTilesSerializer(serializers.Serializer):
+    """`{"tile_order": [ids]}`: every tile the dashboard shows, each once, in their new order."""
+
+    tile_order = serializers.ListField(child=serializers.IntegerField(), max_length=MAX_TILES_PER_WRITE)
+
+
 class TemplateJSONSerializer(serializers.Serializer):
     """`{"template": {...}}` checked against dashboards.template_library.TEMPLATE_SCHEMA."""
 

@@ -395,6 +395,52 @@ def dashboard_move_tile(*, actor, tile: DashboardTile, to_dashboard: Dashboard) 
 
 
 @transaction.atomic
+def dashboard_copy_tile(*, actor, tile: DashboardTile, to_dashboard: Dashboard) -> DashboardTile:
+    """Put a copy of another dashboard's tile at the end of `to_dashboard` (locked by the caller): the same insight,
+    or a copy of the text. An insight is shown once per dashboard: copying it where it is already shown is refused."""
+    copied = DashboardTile(
+        dashboard=to_dashboard, layouts=copy.deepcopy(tile.layouts), color=tile.color, order=_next_order(to_dashboard)
+    )
+    if tile.insight_id is not None:
+        there = DashboardTile.objects.filter(dashboard=to_dashboard, insight_id=tile.insight_id).first()
+        if there is not None and not there.deleted:
+            raise ValidationError(
+                {"tileId": ValidationError("This tile's insight is already on this dashboard.", code="invalid_input")}
+            )
+        if there is not None:
+            there.delete()  # a tile removed earlier; the copy takes its place
+        copied.insight_id = tile.insight_id
+    else:
+        copied.text = _new_text(actor=actor, project_id=to_dashboard.project_id, body=tile.text.body)
+    copied.save()
+    return copied
+
+
+@transaction.atomic
+def dashboard_reorder_tiles(*, actor, dashboard: Dashboard, tile_order: list[int]) -> None:
+    """Show the dashboard's tiles in `tile_order`, which names each of them exactly once."""
+    tiles = {tile.pk: tile for tile in DashboardTile.objects.filter(dashboard=dashboard).shown()}
+    unknown = [pk for pk in tile_order if pk not in tiles]
+    missing = [pk for pk in tiles if pk not in tile_order]
+    repeated = sorted({pk for pk in tile_order if tile_order.count(pk) > 1})
+    problems = []
+    if unknown:
+        problems.append(f"Not tiles of this dashboard: {', '.join(map(str, unknown))}.")
+    if missing:
+        problems.append(f"Missing tiles: {', '.join(map(str, sorted(missing)))}.")
+    if repeated:
+        problems.append(f"Named more than once: {', '.join(map(str, repeated))}.")
+    if problems:
+        raise ValidationError({"tile_order": ValidationError(" ".join(problems), code="invalid_input")})
+    moved = []
+    for order, pk in enumerate(tile_order):
+        if tiles[pk].order != order:
+            tiles[pk].order = order
+            moved.append(tiles[pk])
+    DashboardTile.objects.bulk_update(moved, ["order"])
+
+
+@transaction.atomic
 def dashboard_collaborator_add(*, actor, dashboard: Dashboard, user, level: int) -> DashboardCollaborator:
     """Add a collaborator the serializer has vetted; the unique constraint is the last guard against a race."""
     collaborator = DashboardCollaborator(dashboard=dashboard, user=user, level=level)

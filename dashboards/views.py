@@ -16,18 +16,22 @@ from dashboards.permissions import (
     requested_dashboard_ids,
 )
 from dashboards.serializers import (
+    CopyTileSerializer,
     DashboardBasicSerializer,
     DashboardCollaboratorSerializer,
     DashboardSerializer,
     InsightSerializer,
     MoveTileSerializer,
+    ReorderTilesSerializer,
     SharingConfigurationSerializer,
     TemplateJSONSerializer,
 )
 from dashboards.services import (
     dashboard_collaborator_add,
+    dashboard_copy_tile,
     dashboard_create,
     dashboard_move_tile,
+    dashboard_reorder_tiles,
     dashboard_update,
     insight_create,
     insight_lock_dashboards,
@@ -166,6 +170,43 @@ class DashboardViewSet(
             return dashboard
 
         return self.write_object(source, move)
+
+    @extend_schema(parameters=[PROJECT_ID], request=CopyTileSerializer, responses=DashboardSerializer)
+    @action(detail=True, methods=["post"], required_scopes=["dashboard:write"])
+    def copy_tile(self, request, *args, **kwargs):
+        """Add a copy of a tile of another dashboard of the project to the end of this one: the same insight, or a
+        copy of the text; returns this dashboard."""
+        target = self.get_object()
+        serializer = CopyTileSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        source = self.dashboards().filter(deleted=False, pk=serializer.validated_data["fromDashboardId"]).first()
+        if source is None:
+            raise exceptions.NotFound("Source dashboard not found.")
+        tile = source.tiles.shown().select_related("text").filter(pk=serializer.validated_data["tileId"]).first()
+        if tile is None:
+            raise exceptions.NotFound("Tile not found on the source dashboard.")
+
+        def copy_tile(dashboard: Dashboard) -> Dashboard:
+            dashboard_copy_tile(actor=request.user, tile=tile, to_dashboard=dashboard)
+            return dashboard
+
+        return self.write_object(target, copy_tile)
+
+    @extend_schema(parameters=[PROJECT_ID], request=ReorderTilesSerializer, responses=DashboardSerializer)
+    @action(detail=True, methods=["post"], required_scopes=["dashboard:write"])
+    def reorder_tiles(self, request, *args, **kwargs):
+        """Show this dashboard's tiles in the given order (every tile exactly once); returns this dashboard."""
+        dashboard = self.get_object()
+        serializer = ReorderTilesSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+
+        def reorder(dashboard: Dashboard) -> Dashboard:
+            dashboard_reorder_tiles(
+                actor=request.user, dashboard=dashboard, tile_order=serializer.validated_data["tile_order"]
+            )
+            return dashboard
+
+        return self.write_object(dashboard, reorder)
 
     @extend_schema(parameters=[PROJECT_ID], request=TemplateJSONSerializer, responses=DashboardSerializer)
     @action(detail=False, methods=["post"], required_scopes=["dashboard:write"])

@@ -15,6 +15,8 @@ from tests.workspace.factories import UserFactory
 # Bodies are static, so the objects they name get fixed keys in make_objects.
 TILE_ID = 900_001
 TARGET_DASHBOARD_ID = 900_002
+COPIED_TILE_ID = 900_003  # a text tile on the target dashboard, which copy_tile copies to the dashboard
+INSIGHT_TILE_ID = 900_004  # the dashboard's second tile
 NEW_COLLABORATOR_UUID = uuid.UUID("5b1f0c2e-0000-4000-8000-000000000001")
 
 BASE = "/api/projects/{project_id}/dashboards"
@@ -32,6 +34,20 @@ ROUTES = [
         "dashboard:write",
         200,
         {"tile": {"id": TILE_ID}, "toDashboard": TARGET_DASHBOARD_ID},
+    ),
+    Route(
+        "POST",
+        f"{BASE}/{{dashboard_id}}/copy_tile/",
+        "dashboard:write",
+        200,
+        {"fromDashboardId": TARGET_DASHBOARD_ID, "tileId": COPIED_TILE_ID},
+    ),
+    Route(
+        "POST",
+        f"{BASE}/{{dashboard_id}}/reorder_tiles/",
+        "dashboard:write",
+        200,
+        {"tile_order": [INSIGHT_TILE_ID, TILE_ID]},
     ),
     Route(
         "POST",
@@ -69,7 +85,8 @@ ROUTES = [
 def make_objects(*, user, organization, project) -> dict:
     dashboard = DashboardFactory(project=project, created_by=user)
     DashboardTileFactory(dashboard=dashboard, pk=TILE_ID)
-    DashboardFactory(project=project, created_by=user, pk=TARGET_DASHBOARD_ID)
+    target = DashboardFactory(project=project, created_by=user, pk=TARGET_DASHBOARD_ID)
+    DashboardTileFactory(dashboard=target, text_tile=True, pk=COPIED_TILE_ID)
     restricted = DashboardFactory(project=project, created_by=user, restriction_level=37)
     newcomer = UserFactory(uuid=NEW_COLLABORATOR_UUID)
     MembershipFactory(user=newcomer, organization=organization, level=Membership.Level.MEMBER)
@@ -77,7 +94,7 @@ def make_objects(*, user, organization, project) -> dict:
     MembershipFactory(user=collaborator, organization=organization, level=Membership.Level.MEMBER)
     DashboardCollaboratorFactory(dashboard=restricted, user=collaborator)
     insight = InsightFactory(project=project, created_by=user)
-    DashboardTileFactory(dashboard=dashboard, insight=insight)
+    DashboardTileFactory(dashboard=dashboard, insight=insight, pk=INSIGHT_TILE_ID)
     return {
         "dashboard_id": dashboard.pk,
         "restricted_dashboard_id": restricted.pk,
