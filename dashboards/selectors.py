@@ -1,5 +1,5 @@
-"""Reads of dashboards and tiles that more than one place shares: which tiles count, and the dashboard a public
-link shows."""
+"""Reads of dashboards and tiles that more than one place shares: which tiles count, the dashboard a public link
+shows, and a dashboard as a portable template document."""
 
 from django.db.models import Prefetch, QuerySet
 
@@ -27,3 +27,32 @@ def shared_dashboard_get(*, access_token: str) -> Dashboard | None:
         .prefetch_related(Prefetch("tiles", queryset=shown_tiles().select_related("insight", "text")))
         .first()
     )
+
+
+def template_document(dashboard: Dashboard) -> dict:
+    """The dashboard as the template document `create_from_template_json` takes (dashboards.template_library): its
+    name, description, filters and tags, and its shown tiles in order with their insights' queries or their texts'
+    bodies, layouts and colours. No ids and no users: a document means the same in any project of any installation,
+    and creating a dashboard from it gives back the same document."""
+    tiles = []
+    for tile in shown_tiles().filter(dashboard=dashboard).select_related("insight", "text"):
+        if tile.text_id is not None:
+            shown = {"type": "TEXT", "body": tile.text.body}
+        else:
+            insight = tile.insight
+            shown = {
+                "type": "INSIGHT",
+                "name": insight.name or "",
+                "description": insight.description or "",
+                # A template's insight has a query; one stored without gets an empty one, as a document must.
+                "query": insight.query if insight.query is not None else {},
+                "filters": insight.filters or {},
+            }
+        tiles.append({**shown, "layouts": tile.layouts or {}, "color": tile.color})
+    return {
+        "template_name": dashboard.name,
+        "dashboard_description": dashboard.description or "",
+        "dashboard_filters": dashboard.filters or {},
+        "tags": dashboard.tag_names,
+        "tiles": tiles,
+    }

@@ -338,6 +338,17 @@ class ReorderTilesSerializer(serializers.Serializer):
     tile_order = serializers.ListField(child=serializers.IntegerField(), max_length=MAX_TILES_PER_WRITE)
 
 
+class DryRunSerializer(serializers.Serializer):
+    """`?dry_run=true`: validate and answer with what would be created, writing nothing."""
+
+    dry_run = StrictBooleanField(required=False, default=False)
+
+    def to_internal_value(self, data):
+        # A query string holds text: `true` or `false` only, as the JSON body's booleans.
+        text = {"true": True, "false": False}.get(data.get("dry_run"), data.get("dry_run"))
+        return super().to_internal_value({} if text is None else {"dry_run": text})
+
+
 class TemplateJSONSerializer(serializers.Serializer):
     """`{"template": {...}}` checked against dashboards.template_library.TEMPLATE_SCHEMA."""
 

@@ -1,5 +1,6 @@
 from functools import cached_property
 
+from django.db import transaction
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import exceptions, status
@@ -15,11 +16,13 @@ from dashboards.permissions import (
     CanManageCollaborators,
     requested_dashboard_ids,
 )
+from dashboards.selectors import template_document
 from dashboards.serializers import (
     CopyTileSerializer,
     DashboardBasicSerializer,
     DashboardCollaboratorSerializer,
     DashboardSerializer,
+    DryRunSerializer,
     InsightSerializer,
     MoveTileSerializer,
     ReorderTilesSerializer,
@@ -208,16 +211,47 @@ class DashboardViewSet(
 
         return self.write_object(dashboard, reorder)
 
-    @extend_schema(parameters=[PROJECT_ID], request=TemplateJSONSerializer, responses=DashboardSerializer)
+    @extend_schema(
+        parameters=[PROJECT_ID],
+        responses={200: OpenApiResponse(OpenApiTypes.OBJECT, description="The template document")},
+    )
+    @action(detail=True, methods=["get"], required_scopes=["dashboard:read"], filter_backends=[])
+    def template_json(self, request, *args, **kwargs):
+        """The dashboard as the template document `create_from_template_json` takes: name, description, filters,
+        tags and tiles with their insights' queries or texts' bodies, layouts and colours; no ids, no users."""
+        return Response(template_document(self.get_object()))
+
+    @extend_schema(
+        parameters=[
+            PROJECT_ID,
+            OpenApiParameter(
+                "dry_run",
+                OpenApiTypes.BOOL,
+                description="Validate and answer with what would be created, writing nothing (the ids shown are "
+                "not kept).",
+            ),
+        ],
+        request=TemplateJSONSerializer,
+        responses=DashboardSerializer,
+    )
     @action(detail=False, methods=["post"], required_scopes=["dashboard:write"])
     def create_from_template_json(self, request, *args, **kwargs):
-        """Create a dashboard and its tiles from a template document (see the bundled templates)."""
+        """Create a dashboard and its tiles from a template document (see the bundled templates, and
+        `template_json`)."""
+        options = DryRunSerializer(data=request.query_params)
+        options.is_valid(raise_exception=True)
         serializer = TemplateJSONSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        dashboard = dashboard_create(
-            actor=request.user, project=self.project, template=serializer.validated_data["template"]
-        )
-        return self.created_response(dashboard, status_code=status.HTTP_200_OK)
+        template = serializer.validated_data["template"]
+        if not options.validated_data["dry_run"]:
+            dashboard = dashboard_create(actor=request.user, project=self.project, template=template)
+            return self.created_response(dashboard, status_code=status.HTTP_200_OK)
+        # The creation itself, rolled back: what a dry run accepts, the real one does.
+        with transaction.atomic():
+            dashboard = dashboard_create(actor=request.user, project=self.project, template=template)
+            data = self.represent(self.refetch(dashboard))
+            transaction.set_rollback(True)
+        return Response(data)
 
 
 @extend_schema_view(

@@ -42,6 +42,7 @@ ROUTES = [
         200,
         {"fromDashboardId": TARGET_DASHBOARD_ID, "tileId": COPIED_TILE_ID},
     ),
+    Route("GET", f"{BASE}/{{dashboard_id}}/template_json/", "dashboard:read", 200),
     Route(
         "POST",
         f"{BASE}/{{dashboard_id}}/reorder_tiles/",
