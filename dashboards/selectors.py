@@ -1,9 +1,10 @@
 """Reads of dashboards and tiles that more than one place shares: which tiles count, the dashboard a public link
-shows, and a dashboard as a portable template document."""
+shows, a dashboard as a portable template document, and its versions."""
 
 from django.db.models import Prefetch, QuerySet
 
 from dashboards.models import Dashboard, DashboardTile
+from workspace.models import ActivityLog
 
 
 def live_tiles() -> QuerySet[DashboardTile]:
@@ -56,3 +57,20 @@ def template_document(dashboard: Dashboard) -> dict:
         "tags": dashboard.tag_names,
         "tiles": tiles,
     }
+
+
+def dashboard_versions(dashboard: Dashboard) -> QuerySet[ActivityLog]:
+    """The dashboard's versions, newest first: the activity entries of its changes (one per change, through the API
+    or admin), each naming what it changed before and after."""
+    entries = ActivityLog.objects.filter(scope="Dashboard", item_id=str(dashboard.pk), project_id=dashboard.project_id)
+    return entries.order_by("-id")
+
+
+def state_after(version: ActivityLog, current: dict) -> dict:
+    """The dashboard's representation as it was once `version` was made: the current one (`current`) with the
+    changes of every later version undone, newest first."""
+    state = dict(current)
+    later = ActivityLog.objects.filter(scope=version.scope, item_id=version.item_id, id__gt=version.id).order_by("-id")
+    for entry in later.only("detail"):
+        state.update((entry.detail or {}).get("before") or {})
+    return state

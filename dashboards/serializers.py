@@ -21,6 +21,7 @@ from dashboards.template_library import TemplateError, bundled_templates, valida
 from organizations.models import Membership
 from workspace.api.fields import StrictBooleanField, StrictCharField, StrictIntegerChoiceField
 from workspace.api.serializers import ModelSerializer
+from workspace.models import ActivityLog
 from workspace.serializers import UserBasicSerializer
 
 
@@ -336,6 +337,41 @@ class ReorderTilesSerializer(serializers.Serializer):
     """`{"tile_order": [ids]}`: every tile the dashboard shows, each once, in their new order."""
 
     tile_order = serializers.ListField(child=serializers.IntegerField(), max_length=MAX_TILES_PER_WRITE)
+
+
+class VersionChangeSerializer(serializers.Serializer):
+    field = serializers.CharField()
+    before = serializers.JSONField(allow_null=True)
+    after = serializers.JSONField(allow_null=True)
+
+
+@extend_schema_field(VersionChangeSerializer(many=True))
+class VersionChangesField(serializers.Field):
+    """The fields an entry changed, `[{"field", "before", "after"}]` (a creation: every field, before null)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(source="detail", read_only=True, **kwargs)
+
+    def to_representation(self, detail: dict) -> list[dict]:
+        before, after = detail.get("before") or {}, detail.get("after") or {}
+        return [{"field": name, "before": before.get(name), "after": after.get(name)} for name in {**before, **after}]
+
+
+class DashboardVersionSerializer(ModelSerializer):
+    """A version of a dashboard: the activity entry of one change, with the fields it changed."""
+
+    id = serializers.UUIDField(source="uuid", read_only=True)
+    user = UserBasicSerializer(read_only=True, allow_null=True)
+    changes = VersionChangesField()
+
+    class Meta:
+        model = ActivityLog
+        fields = ["id", "created_at", "user", "activity", "changes"]
+        read_only_fields = fields
+
+
+class RevertToVersionSerializer(serializers.Serializer):
+    version_id = serializers.UUIDField()
 
 
 class DryRunSerializer(serializers.Serializer):

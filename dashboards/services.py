@@ -440,6 +440,59 @@ def dashboard_reorder_tiles(*, actor, dashboard: Dashboard, tile_order: list[int
     DashboardTile.objects.bulk_update(moved, ["order"])
 
 
+# What a revert restores: a dashboard's content. Who may edit it (its restriction) and whether it is deleted are
+# decisions of their own, changed only by name.
+RESTORED_FIELDS = ("name", "description", "pinned", "filters")
+
+
+@transaction.atomic
+def dashboard_restore(*, actor, dashboard: Dashboard, state: dict) -> Dashboard:
+    """Make the dashboard's content what `state` (its representation at some version) shows: its fields, tags and
+    tiles, with their layouts, colours, order and texts' bodies."""
+    fields = {
+        name: state[name] for name in RESTORED_FIELDS if name in state and getattr(dashboard, name) != state[name]
+    }
+    dashboard_update(actor=actor, dashboard=dashboard, tags=state.get("tags"), **fields)
+    if "tiles" in state:
+        _restore_tiles(actor=actor, dashboard=dashboard, tiles=state["tiles"])
+    return dashboard
+
+
+def _restore_tiles(*, actor, dashboard: Dashboard, tiles: list[dict]) -> None:
+    """Show exactly `tiles` (as a representation gave them), in their order. A tile the dashboard still has (shown
+    or removed) comes back as it was; one that is gone is made again: a text from its body, an insight if the
+    project still has it (one deleted since stays deleted, and its tile with it)."""
+    existing = {tile.pk: tile for tile in DashboardTile.objects.filter(dashboard=dashboard).select_related("text")}
+    by_insight = {tile.insight_id: tile for tile in existing.values() if tile.insight_id is not None}
+    kept = []
+    for order, shown in enumerate(tiles):
+        insight_id = (shown.get("insight") or {}).get("id")
+        body = (shown.get("text") or {}).get("body")
+        tile = existing.get(shown.get("id")) or by_insight.get(insight_id)
+        if tile is None and insight_id is not None:
+            insight = Insight.objects.filter(project_id=dashboard.project_id, pk=insight_id, deleted=False).first()
+            if insight is None:
+                continue
+            tile = DashboardTile(dashboard=dashboard, insight=insight)
+        elif tile is None:
+            if body is None:
+                continue
+            tile = DashboardTile(
+                dashboard=dashboard, text=_new_text(actor=actor, project_id=dashboard.project_id, body=body)
+            )
+        elif tile.text is not None and body is not None and tile.text.body != body:
+            text_update(actor=actor, text=tile.text, body=body)
+        tile.layouts, tile.color, tile.order, tile.deleted = (
+            shown.get("layouts") or {},
+            shown.get("color"),
+            order,
+            False,
+        )
+        tile.save()
+        kept.append(tile.pk)
+    DashboardTile.objects.filter(dashboard=dashboard, deleted=False).exclude(pk__in=kept).update(deleted=True)
+
+
 @transaction.atomic
 def dashboard_collaborator_add(*, actor, dashboard: Dashboard, user, level: int) -> DashboardCollaborator:
     """Add a collaborator the serializer has vetted; the unique constraint is the last guard against a race."""

@@ -16,16 +16,18 @@ from dashboards.permissions import (
     CanManageCollaborators,
     requested_dashboard_ids,
 )
-from dashboards.selectors import template_document
+from dashboards.selectors import dashboard_versions, state_after, template_document
 from dashboards.serializers import (
     CopyTileSerializer,
     DashboardBasicSerializer,
     DashboardCollaboratorSerializer,
     DashboardSerializer,
+    DashboardVersionSerializer,
     DryRunSerializer,
     InsightSerializer,
     MoveTileSerializer,
     ReorderTilesSerializer,
+    RevertToVersionSerializer,
     SharingConfigurationSerializer,
     TemplateJSONSerializer,
 )
@@ -35,6 +37,7 @@ from dashboards.services import (
     dashboard_create,
     dashboard_move_tile,
     dashboard_reorder_tiles,
+    dashboard_restore,
     dashboard_update,
     insight_create,
     insight_lock_dashboards,
@@ -210,6 +213,38 @@ class DashboardViewSet(
             return dashboard
 
         return self.write_object(dashboard, reorder)
+
+    @extend_schema(parameters=[PROJECT_ID], responses=DashboardVersionSerializer(many=True))
+    @action(
+        detail=True,
+        methods=["get"],
+        required_scopes=["dashboard:read"],
+        serializer_class=DashboardVersionSerializer,
+        filter_backends=[],
+    )
+    def versions(self, request, *args, **kwargs):
+        """The dashboard's versions, newest first: each change made to it, by whom, and the fields it changed (tiles,
+        texts and tags included)."""
+        versions = self.read_queryset(dashboard_versions(self.get_object()), DashboardVersionSerializer)
+        return self.get_paginated_response(DashboardVersionSerializer(self.paginate_queryset(versions), many=True).data)
+
+    @extend_schema(parameters=[PROJECT_ID], request=RevertToVersionSerializer, responses=DashboardSerializer)
+    @action(detail=True, methods=["post"], required_scopes=["dashboard:write"])
+    def revert_to_version(self, request, *args, **kwargs):
+        """Make the dashboard what it was once a version was made: name, description, pinned, filters, tags and
+        tiles (with their layouts, colours, order and texts); its restriction stays. One new change."""
+        dashboard = self.get_object()
+        serializer = RevertToVersionSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        version = dashboard_versions(dashboard).filter(uuid=serializer.validated_data["version_id"]).first()
+        if version is None:
+            raise exceptions.NotFound("Version not found.")
+        state = state_after(version, self.represent(dashboard))
+        return self.write_object(
+            dashboard,
+            lambda dashboard: dashboard_restore(actor=request.user, dashboard=dashboard, state=state),
+            activity="reverted",
+        )
 
     @extend_schema(
         parameters=[PROJECT_ID],

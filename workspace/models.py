@@ -92,6 +92,8 @@ class ActivityLog(models.Model):
     records it describes.
     """
 
+    # The entry's public id: a version of a dashboard is named by the entry that made it.
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     api_key_mask = models.CharField(max_length=64, blank=True)

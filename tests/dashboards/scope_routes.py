@@ -11,6 +11,7 @@ from tests.dashboards.factories import (
 from tests.organizations.factories import MembershipFactory
 from tests.scope_matrix import Route
 from tests.workspace.factories import UserFactory
+from workspace.models import ActivityLog
 
 # Bodies are static, so the objects they name get fixed keys in make_objects.
 TILE_ID = 900_001
@@ -18,6 +19,7 @@ TARGET_DASHBOARD_ID = 900_002
 COPIED_TILE_ID = 900_003  # a text tile on the target dashboard, which copy_tile copies to the dashboard
 INSIGHT_TILE_ID = 900_004  # the dashboard's second tile
 NEW_COLLABORATOR_UUID = uuid.UUID("5b1f0c2e-0000-4000-8000-000000000001")
+VERSION_UUID = uuid.UUID("5b1f0c2e-0000-4000-8000-000000000002")  # an activity entry of the dashboard
 
 BASE = "/api/projects/{project_id}/dashboards"
 INSIGHTS = "/api/projects/{project_id}/insights"
@@ -41,6 +43,14 @@ ROUTES = [
         "dashboard:write",
         200,
         {"fromDashboardId": TARGET_DASHBOARD_ID, "tileId": COPIED_TILE_ID},
+    ),
+    Route("GET", f"{BASE}/{{dashboard_id}}/versions/", "dashboard:read", 200),
+    Route(
+        "POST",
+        f"{BASE}/{{dashboard_id}}/revert_to_version/",
+        "dashboard:write",
+        200,
+        {"version_id": str(VERSION_UUID)},
     ),
     Route("GET", f"{BASE}/{{dashboard_id}}/template_json/", "dashboard:read", 200),
     Route(
@@ -85,6 +95,14 @@ ROUTES = [
 
 def make_objects(*, user, organization, project) -> dict:
     dashboard = DashboardFactory(project=project, created_by=user)
+    ActivityLog.objects.create(
+        uuid=VERSION_UUID,
+        scope="Dashboard",
+        item_id=str(dashboard.pk),
+        project_id=project.pk,
+        activity="updated",
+        detail={"before": {"name": "Before"}, "after": {"name": dashboard.name}},
+    )
     DashboardTileFactory(dashboard=dashboard, pk=TILE_ID)
     target = DashboardFactory(project=project, created_by=user, pk=TARGET_DASHBOARD_ID)
     DashboardTileFactory(dashboard=target, text_tile=True, pk=COPIED_TILE_ID)
