@@ -294,8 +294,8 @@ class TestQueryCounts:
         # key (+user), membership (+organization), COUNT, page of entries (+user join)
         with django_assert_num_queries(4):
             assert client.get(base_url(organization) + "activity/").json()["count"] == rows
-        # key (+user), membership (+organization), enabled configurations, their plugins
-        with django_assert_num_queries(4):
+        # key (+user), membership (+organization), enabled configurations (+their plugins, joined)
+        with django_assert_num_queries(3):
             assert len(client.get(base_url(organization) + "exports_unsubscribe_configs/").json()) == rows
         # key (+user), membership (+organization), ids of plugins without an enabled configuration
         with django_assert_num_queries(3):
