@@ -2,9 +2,11 @@ import datetime as dt
 import json
 from functools import cached_property
 
+from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.admin.options import IncorrectLookupParameters
+from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.utils.html import format_html
 from django.utils.http import urlencode
@@ -75,8 +77,41 @@ class BatchExportRunInline(RecordedInlineMixin, admin.TabularInline):
         return export_context(obj.batch_export)
 
 
+# What the change form shows in place of each stored secret of a destination config.
+SECRET_PLACEHOLDER = "(stored secret: leave this text to keep it)"
+
+
+class BatchExportForm(forms.ModelForm):
+    """The destination config is shown with each stored secret replaced by `SECRET_PLACEHOLDER`: a placeholder
+    sent back keeps the stored secret, any other value replaces it, and a removed key removes it."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        config = self.initial.get("destination_config")
+        if isinstance(config, dict):
+            self.initial["destination_config"] = {
+                key: SECRET_PLACEHOLDER if key in SECRET_KEYS and value not in (None, "") else value
+                for key, value in config.items()
+            }
+
+    def clean_destination_config(self):
+        config = self.cleaned_data["destination_config"]
+        if not isinstance(config, dict):
+            return config
+        stored = self.instance.destination_config or {}  # the row's config; {} on the add form
+        kept = {}
+        for key, value in config.items():
+            if value == SECRET_PLACEHOLDER:
+                if key not in SECRET_KEYS or key not in stored:
+                    raise ValidationError(f"Enter the value of {key}: no secret is stored under it.", code="invalid")
+                value = stored[key]
+            kept[key] = value
+        return kept
+
+
 @admin.register(BatchExport)
 class BatchExportAdmin(RecordedModelAdmin):
+    form = BatchExportForm
     list_display = ("name", "destination_type", "interval", "paused", "project", "organization", "created_at")
     list_select_related = ("project__organization",)
     list_filter = ("destination_type", "interval", "paused")

@@ -24,6 +24,20 @@ SECRET_KEYS = frozenset(
 # when a run starts (pipelines.exporters.safety), since what a name resolves to can change.
 URL_PATTERN = re.compile(r"^https?://[^/?#\s]+(?:[/?#]\S*)?$")
 
+# What a prefix key (the folder of a destination's object keys) must look like; the schema publishes the same pattern.
+# It accepts exactly what `prefix_problem` accepts: empty, or parts between single slashes with an optional trailing
+# one, no part empty, '.' or '..', without backslashes or control characters, and not blank as a whole.
+_CHAR = r"[^/\\\x00-\x1f\x7f]"  # any character of a part
+_NOT_DOT = r"[^./\\\x00-\x1f\x7f]"
+_NOT_DOT_OR_SPACE = r"[^\s./\\\x00-\x1f\x7f]"
+_SPACE = r"[^\S\x00-\x1f\x7f]"
+# A part other than '.' and '..': at most two dots followed by anything else, or three dots or more.
+_PART = rf"(?:\.{{0,2}}{_NOT_DOT}{_CHAR}*|\.{{3}}{_CHAR}*)"
+# The same, when it is the only part, that is also more than blanks.
+_ONLY_PART = rf"(?:{_SPACE}*{_NOT_DOT_OR_SPACE}{_CHAR}*|{_SPACE}+\.{_CHAR}*|\.{_NOT_DOT}{_CHAR}*|\.\.{_CHAR}+)"
+PREFIX_PATTERN = re.compile(rf"^(?:(?:{_ONLY_PART}|{_PART}(?:/{_PART})+)/?)?$")
+PREFIX_MAX_LENGTH = 200
+
 S3_FILE_FORMATS = {
     # file format -> compressions it supports (None means uncompressed)
     "JSONLines": {None, "gzip", "brotli"},
@@ -41,6 +55,7 @@ class DestinationSpec:
     one_of: tuple[tuple[str, ...], ...] = field(default=())  # at least one key of each group must be present
     choices: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (key, allowed values) for string keys with fixed values
     urls: tuple[str, ...] = ()  # string keys that, when present, must be http(s) URLs with a host
+    prefixes: tuple[str, ...] = ()  # string keys that end up at the start of object keys (PREFIX_PATTERN)
 
 
 _EVENT_FILTERS = ("exclude_events", "include_events")
@@ -62,6 +77,7 @@ DESTINATIONS: dict[str, DestinationSpec] = {
         lists=_EVENT_FILTERS,
         choices=(("encryption", ("AES256", "aws:kms")),),
         urls=("endpoint_url",),
+        prefixes=("prefix",),
     ),
     "Snowflake": DestinationSpec(
         required=("account", "database", "warehouse", "user", "schema", "table_name"),
@@ -103,6 +119,28 @@ def known_keys(destination_type: str) -> frozenset[str]:
     if destination_type == "S3":
         keys |= {"file_format", "compression"}
     return frozenset(keys)
+
+
+def path_problem(path: str, what: str) -> str | None:
+    """Why a relative path (a plugin source file's name, a prefix of object keys) is refused, or None: such names
+    may be written out as files or listed as folders, so none may climb out of its folder or hide control
+    characters. `what` names the path in the message ("filename")."""
+    if not path.strip() or len(path) > 200:
+        return f"A {what} is 1 to 200 characters long."
+    if path.startswith("/") or "\\" in path or any(ord(char) < 32 or ord(char) == 127 for char in path):
+        return f"A {what} is a relative path with / between its parts, without backslashes or control characters."
+    if any(part in ("", ".", "..") for part in path.split("/")):
+        return f"No part of a {what} may be empty, '.' or '..'."
+    return None
+
+
+def prefix_problem(prefix: str) -> str | None:
+    """Why a prefix of object keys is refused, or None: a relative path, which may end with one `/`, or empty."""
+    if prefix == "":
+        return None
+    if len(prefix) > PREFIX_MAX_LENGTH:
+        return f"A prefix is at most {PREFIX_MAX_LENGTH} characters long."
+    return path_problem(prefix[:-1] if len(prefix) > 1 and prefix.endswith("/") else prefix, "prefix")
 
 
 def public_config(config: dict | None) -> dict:
@@ -153,6 +191,11 @@ def config_errors(destination_type: str, config) -> dict:
         value = config.get(key)
         if isinstance(value, str) and value and not URL_PATTERN.match(value):
             add(key, "Expected an http:// or https:// URL with a host.")
+    for key in spec.prefixes:
+        value = config.get(key)
+        problem = prefix_problem(value) if isinstance(value, str) else None
+        if problem:
+            add(key, problem)
     for group in spec.one_of:
         if all(config.get(key) in (None, "") for key in group):
             add(group[0], f"One of {', '.join(group)} is required for a {destination_type} destination.", "required")

@@ -6,13 +6,14 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from pipelines.exporters.query import QueryError, validate_query
+from pipelines.secrets import EncryptedSecretsJSONField
 
 
 class BatchExport(models.Model):
     """A scheduled export of a project's data to one destination, every `interval`.
 
-    The destination is stored inline as a type and a config object; secrets in the config are kept here
-    but never leave the service (see `pipelines.destinations.public_config`).
+    The destination is stored inline as a type and a config object; secrets in the config are encrypted in the
+    database (`pipelines.secrets`) and never leave the service (see `pipelines.destinations.public_config`).
     """
 
     class Interval(models.TextChoices):
@@ -39,7 +40,7 @@ class BatchExport(models.Model):
     name = models.CharField(max_length=200)
     model = models.CharField(max_length=64, choices=Model.choices, default=Model.EVENTS)
     destination_type = models.CharField(max_length=64, choices=DestinationType.choices)
-    destination_config = models.JSONField(default=dict, blank=True)
+    destination_config = EncryptedSecretsJSONField(default=dict, blank=True)
     interval = models.CharField(max_length=64, choices=Interval.choices)
     paused = models.BooleanField(default=False)
     created_at = models.DateTimeField(default=timezone.now)

@@ -2,7 +2,7 @@
 
 from drf_spectacular.extensions import OpenApiSerializerExtension
 
-from pipelines.destinations import DESTINATIONS, S3_FILE_FORMATS, URL_PATTERN
+from pipelines.destinations import DESTINATIONS, PREFIX_MAX_LENGTH, PREFIX_PATTERN, S3_FILE_FORMATS, URL_PATTERN
 
 
 def config_schema(spec, destination_type: str) -> dict:
@@ -16,6 +16,8 @@ def config_schema(spec, destination_type: str) -> dict:
         # An optional URL may also be left empty.
         pattern = URL_PATTERN.pattern if key in spec.required else f"^$|{URL_PATTERN.pattern}"
         properties[key] = {**properties[key], "pattern": pattern}
+    for key in spec.prefixes:
+        properties[key] = {**properties[key], "pattern": PREFIX_PATTERN.pattern, "maxLength": PREFIX_MAX_LENGTH}
     for key, allowed in spec.choices:
         properties[key] = {"type": "string", "nullable": True, "enum": list(allowed)}
     for key in spec.integers:

@@ -6,7 +6,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail
 
-from pipelines.destinations import config_errors, public_config
+from pipelines.destinations import config_errors, path_problem, public_config
 from pipelines.exporters.query import QueryError, validate_query
 from pipelines.models import (
     BatchExport,
@@ -309,22 +309,11 @@ class PluginSourceFilesField(serializers.DictField):
     def to_internal_value(self, data):
         files = super().to_internal_value(data)
         for filename in files:
-            problem = filename_problem(filename)
+            # Names are relative paths (`src/index.ts`), which a plugin server may write out as files.
+            problem = path_problem(filename, "filename")
             if problem:
                 raise serializers.ValidationError({filename: [ErrorDetail(problem, "invalid_input")]})
         return files
-
-
-def filename_problem(filename: str) -> str | None:
-    """Why a plugin source file's name is refused, or None: names are relative paths (`src/index.ts`), which a
-    plugin server may write out as files, so none may climb out of the plugin's folder or hide control characters."""
-    if not filename.strip() or len(filename) > 200:
-        return "A filename is 1 to 200 characters long."
-    if filename.startswith("/") or "\\" in filename or any(ord(char) < 32 or ord(char) == 127 for char in filename):
-        return "A filename is a relative path with / between its parts, without backslashes or control characters."
-    if any(part in ("", ".", "..") for part in filename.split("/")):
-        return "No part of a filename may be empty, '.' or '..'."
-    return None
 
 
 def secret_config_keys(config_schema) -> set[str]:

@@ -46,6 +46,11 @@ SECRET_KEY = os.environ.get("SECRET_KEY", _DEV_SECRET_KEY if DEBUG else "")
 if not SECRET_KEY:
     raise ImproperlyConfigured("Set the SECRET_KEY environment variable when DEBUG is off.")
 
+# Fernet keys that encrypt batch-export destination secrets at rest (pipelines.secrets), comma-separated, newest
+# first: the first encrypts, each decrypts. Empty: one key derived from SECRET_KEY. To replace a key, put the new one
+# first, run `manage.py rotate_secrets`, then drop the old one.
+SECRETS_ENCRYPTION_KEYS = env_list("SECRETS_ENCRYPTION_KEYS", [])
+
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "testserver"] if DEBUG else [])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 

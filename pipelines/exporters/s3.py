@@ -21,6 +21,7 @@ import zlib
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
+from pipelines.destinations import prefix_problem
 from pipelines.exporters.base import Column, DestinationError, ExportContext, ExportResult, batched, dumps
 from pipelines.exporters.safety import check_destination_url
 
@@ -53,8 +54,16 @@ def _stamp(moment: datetime) -> str:
 
 
 def base_key(context: ExportContext) -> str:
-    prefix = (context.config.get("prefix") or "").strip("/")
+    """The interval's object key without its extension. The API refuses a prefix that is not a plain relative path
+    (`pipelines.destinations.prefix_problem`); one stored before that rule fails the run rather than writing where
+    `..` or a backslash may lead a tool that copies the bucket to a file system (a leading `/` is dropped, as it
+    always was)."""
+    prefix = (context.config.get("prefix") or "").lstrip("/")
+    problem = prefix_problem(prefix)
+    if problem:
+        raise context.error(f"The destination's prefix is refused: {problem} Change destination.config.prefix.")
     name = f"{_stamp(context.data_interval_start)}-{_stamp(context.data_interval_end)}"
+    prefix = prefix.removesuffix("/")
     return f"{prefix}/{name}" if prefix else name
 
 

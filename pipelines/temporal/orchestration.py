@@ -40,9 +40,9 @@ def schedule_changed(batch_export_id) -> None:
     """Bring the export's schedule in step with the export as committed (deleted with it when it is gone)."""
 
     def sync():
-        from pipelines.temporal.schedules import DesiredSchedule, delete_schedule, upsert_schedule
+        from pipelines.temporal.schedules import SCHEDULE_FIELDS, DesiredSchedule, delete_schedule, upsert_schedule
 
-        export = BatchExport.objects.filter(pk=batch_export_id).first()
+        export = BatchExport.objects.only(*SCHEDULE_FIELDS).filter(pk=batch_export_id).first()
         if export is None:
             return lambda client: delete_schedule(client, str(batch_export_id))
         desired = DesiredSchedule.of(export)

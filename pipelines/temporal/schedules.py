@@ -41,6 +41,8 @@ INTERVALS = {
     BatchExport.Interval.EVERY_5_MINUTES: dt.timedelta(minutes=5),
 }
 NOTE_PREFIX = "batch export schedule "
+# The fields of an export that its schedule is made from: the destination, and its secrets, are not read for it.
+SCHEDULE_FIELDS = ("id", "interval", "start_at", "end_at", "paused")
 
 
 @dataclass(frozen=True)
@@ -139,7 +141,8 @@ def desired_schedules() -> list[DesiredSchedule]:
     leaves without a connection)."""
     close_old_connections()
     try:
-        return [DesiredSchedule.of(export) for export in BatchExport.objects.order_by("created_at", "id").iterator()]
+        exports = BatchExport.objects.only(*SCHEDULE_FIELDS).order_by("created_at", "id")
+        return [DesiredSchedule.of(export) for export in exports.iterator()]
     finally:
         connection.close()
 
