@@ -13,6 +13,7 @@ request is a 503, as the view would be.
 """
 
 import hashlib
+import hmac
 import logging
 from datetime import timedelta
 
@@ -54,7 +55,9 @@ def record_digest(caller: str, key: str) -> str:
 
 
 def fingerprint(request) -> str:
-    digest = hashlib.sha256()
+    """What tells one request from another under the same key. Keyed with SECRET_KEY: a body may hold a secret (a
+    destination's password), which a plain digest kept in the database would let anyone with a dump guess at."""
+    digest = hmac.new(settings.SECRET_KEY.encode(), digestmod=hashlib.sha256)
     for part in (request.method, request.get_full_path(), request.body):
         digest.update(part if isinstance(part, bytes) else part.encode())
         digest.update(b"\0")
