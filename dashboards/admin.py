@@ -10,6 +10,7 @@ from dashboards.models import (
     Insight,
     InsightTag,
     SharingConfiguration,
+    SharingPassword,
     Text,
 )
 from dashboards.services import dashboard_update, insight_update, text_update
@@ -117,10 +118,29 @@ class DashboardAdmin(RecordedModelAdmin):
         return False
 
 
+class SharingPasswordInline(RecordedInlineMixin, admin.TabularInline):
+    """The passwords of a protected page: their notes, who made them and when; revoked by deleting. A password is
+    shown once, to whoever makes it through the API, and kept only as a hash: none is made here."""
+
+    model = SharingPassword
+    extra = 0
+    fields = ("note", "created_by", "created_at")
+    readonly_fields = ("note", "created_by", "created_at")
+    # Whoever knows a password sees the dashboard: the log never keeps its hash.
+    activity_secret_fields = frozenset({"password_hash"})
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def activity_context(self, obj) -> dict:
+        return dashboard_context(obj.configuration.dashboard)
+
+
 @admin.register(SharingConfiguration)
 class SharingConfigurationAdmin(RecordedModelAdmin):
-    list_display = ("dashboard", "project", "enabled", "created_at")
-    list_filter = ("enabled",)
+    list_display = ("dashboard", "project", "enabled", "expires_at", "password_required", "created_at")
+    list_filter = ("enabled", "password_required")
+    inlines = [SharingPasswordInline]
     list_select_related = ("dashboard__project",)
     search_fields = ("dashboard__name",)
     raw_id_fields = ("dashboard",)

@@ -25,7 +25,7 @@ class DashboardQuerySet(models.QuerySet):
         """What a dashboard's representation reads besides its rows: its sharing state and whether `user` is one of
         its collaborators (which decides what they may do with it)."""
         return self.annotate(
-            is_shared=Exists(SharingConfiguration.objects.filter(dashboard=OuterRef("pk"), enabled=True)),
+            is_shared=Exists(SharingConfiguration.objects.live().filter(dashboard=OuterRef("pk"))),
             caller_is_collaborator=Exists(DashboardCollaborator.objects.filter(dashboard=OuterRef("pk"), user=user)),
         )
 
@@ -237,13 +237,52 @@ def new_access_token() -> str:
     return secrets.token_urlsafe(24)
 
 
+class SharingConfigurationQuerySet(models.QuerySet):
+    def live(self) -> "SharingConfigurationQuerySet":
+        """Configurations whose page is up: sharing on and not expired."""
+        return self.filter(Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now()), enabled=True)
+
+
 class SharingConfiguration(models.Model):
-    """Public sharing of one dashboard. The access token is made once and never changes."""
+    """Public sharing of one dashboard: a page for whoever holds the token, until `expires_at` if set, and only with
+    one of its passwords when `password_required`. Only a refresh changes the token."""
 
     dashboard = models.OneToOneField(Dashboard, on_delete=models.CASCADE, related_name="sharing_configuration")
     enabled = models.BooleanField(default=False)
     access_token = models.CharField(max_length=64, unique=True, default=new_access_token, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField(null=True, blank=True, help_text="Past it the page is gone; empty: never.")
+    password_required = models.BooleanField(default=False, help_text="The page asks for one of the passwords.")
+
+    objects = SharingConfigurationQuerySet.as_manager()
 
     def __str__(self) -> str:
         return f"Sharing of {self.dashboard_id}"
+
+    @property
+    def is_expired(self) -> bool:
+        return self.expires_at is not None and self.expires_at <= timezone.now()
+
+    @property
+    def is_live(self) -> bool:
+        """Whether the public page is up: sharing on and not expired."""
+        return self.enabled and not self.is_expired
+
+
+class SharingPassword(models.Model):
+    """A password that opens a protected shared page; shown once when made, kept only as a hash, revocable alone."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    configuration = models.ForeignKey(SharingConfiguration, on_delete=models.CASCADE, related_name="passwords")
+    note = models.CharField(max_length=200, blank=True, default="")
+    password_hash = models.CharField(max_length=256, editable=False)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+
+    def __str__(self) -> str:
+        return self.note or f"Password {self.pk}"

@@ -3,7 +3,7 @@ shows, a dashboard as a portable template document, and its versions."""
 
 from django.db.models import Prefetch, QuerySet
 
-from dashboards.models import Dashboard, DashboardTile
+from dashboards.models import Dashboard, DashboardTile, SharingConfiguration
 from workspace.models import ActivityLog
 
 
@@ -18,13 +18,14 @@ def shown_tiles() -> QuerySet[DashboardTile]:
 
 
 def shared_dashboard_get(*, access_token: str) -> Dashboard | None:
-    """The dashboard a public link shows: sharing enabled, the dashboard not deleted; else None."""
+    """The dashboard a public link shows (with its sharing configuration): sharing enabled and not expired, the
+    dashboard not deleted; else None."""
     return (
         Dashboard.objects.filter(
             deleted=False,
-            sharing_configuration__enabled=True,
-            sharing_configuration__access_token=access_token,
+            sharing_configuration__in=SharingConfiguration.objects.live().filter(access_token=access_token),
         )
+        .select_related("sharing_configuration")
         .prefetch_related(Prefetch("tiles", queryset=shown_tiles().select_related("insight", "text")))
         .first()
     )

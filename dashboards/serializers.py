@@ -12,6 +12,7 @@ from dashboards.models import (
     Insight,
     RestrictionLevel,
     SharingConfiguration,
+    SharingPassword,
     Text,
 )
 from dashboards.permissions import can_edit
@@ -450,10 +451,50 @@ def _user_uuid_error(message: str, code: str = "invalid_input") -> serializers.V
     return serializers.ValidationError({"user_uuid": [ErrorDetail(message, code)]})
 
 
+class SharingPasswordSerializer(ModelSerializer):
+    """A password of a protected shared page, as listed: never the password itself, which is shown once."""
+
+    created_by = UserBasicSerializer(read_only=True, allow_null=True)
+
+    class Meta:
+        model = SharingPassword
+        fields = ["id", "note", "created_at", "created_by"]
+        read_only_fields = ["id", "created_at", "created_by"]
+
+
+class NewSharingPasswordSerializer(SharingPasswordSerializer):
+    """`{"note", "raw_password"?}`: a password chosen (at least 8 characters) or, when absent, generated."""
+
+    raw_password = StrictCharField(write_only=True, required=False, min_length=8, max_length=128)
+
+    class Meta(SharingPasswordSerializer.Meta):
+        fields = [*SharingPasswordSerializer.Meta.fields, "raw_password"]
+
+
+class NewSharingPasswordResponseSerializer(SharingPasswordSerializer):
+    """A new password as its creation answers it: the password itself, this once."""
+
+    password = serializers.CharField(read_only=True)
+
+    class Meta(SharingPasswordSerializer.Meta):
+        fields = [*SharingPasswordSerializer.Meta.fields, "password"]
+        read_only_fields = fields
+
+
+class LiveEnabledField(StrictBooleanField):
+    """`enabled` as set, read as whether the page is up: false once `expires_at` has passed."""
+
+    def get_attribute(self, configuration: SharingConfiguration) -> bool:
+        return configuration.is_live
+
+
 class SharingConfigurationSerializer(ModelSerializer):
-    """A dashboard's public link: `enabled` is the one field a client sets."""
+    """A dashboard's public link: on or off, until when, and whether it asks for one of its passwords."""
+
+    enabled = LiveEnabledField(required=False)
+    share_passwords = SharingPasswordSerializer(source="passwords", many=True, read_only=True)
 
     class Meta:
         model = SharingConfiguration
-        fields = ["created_at", "enabled", "access_token"]
-        read_only_fields = ["created_at", "access_token"]
+        fields = ["created_at", "enabled", "access_token", "expires_at", "password_required", "share_passwords"]
+        read_only_fields = ["created_at", "access_token", "share_passwords"]

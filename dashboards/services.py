@@ -3,8 +3,10 @@ copy), updates with tags, tiles or a soft delete, tile moves, insights and the d
 collaborators and the sharing configuration."""
 
 import copy
+import secrets
 from collections.abc import Iterable
 
+from django.contrib.auth.hashers import check_password, make_password
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, models, transaction
 from django.db.models import Max, Q
@@ -18,6 +20,7 @@ from dashboards.models import (
     Insight,
     InsightTag,
     SharingConfiguration,
+    SharingPassword,
     Text,
     new_access_token,
     new_short_id,
@@ -515,11 +518,40 @@ def sharing_configuration_get_or_create(*, actor, dashboard: Dashboard) -> tuple
     return SharingConfiguration.objects.get_or_create(dashboard=dashboard)
 
 
-def sharing_configuration_update(*, actor, configuration: SharingConfiguration, enabled: bool) -> SharingConfiguration:
-    """Turn public sharing on or off; the token stays the same."""
-    configuration.enabled = enabled
-    configuration.save(update_fields=["enabled"])
+def sharing_configuration_update(*, actor, configuration: SharingConfiguration, **fields) -> SharingConfiguration:
+    """Turn public sharing on or off, set when it ends or whether it asks for a password; the token stays the
+    same."""
+    for name, value in fields.items():
+        setattr(configuration, name, value)
+    full_clean_changed(configuration, fields)
+    configuration.save(update_fields=list(fields))
     return configuration
+
+
+def sharing_password_create(
+    *, actor, configuration: SharingConfiguration, note: str = "", raw_password: str | None = None
+) -> tuple[SharingPassword, str]:
+    """A new password for the shared page, kept as a hash; returns it with the password itself, shown only now."""
+    raw_password = raw_password or secrets.token_urlsafe(12)
+    password = SharingPassword(
+        configuration=configuration, note=note, password_hash=make_password(raw_password), created_by=actor
+    )
+    password.full_clean()
+    password.save()
+    return password, raw_password
+
+
+def sharing_password_delete(*, actor, password: SharingPassword) -> None:
+    """Revoke a password: a page it unlocked asks again at the next request (the unlock names the password)."""
+    password.delete()
+
+
+def sharing_password_matching(*, configuration: SharingConfiguration, raw_password: str) -> SharingPassword | None:
+    """The configuration's password that `raw_password` is, if any."""
+    for password in configuration.passwords.all():
+        if check_password(raw_password, password.password_hash):
+            return password
+    return None
 
 
 def sharing_configuration_refresh(*, actor, configuration: SharingConfiguration) -> SharingConfiguration:

@@ -2,7 +2,13 @@
 
 from django.urls import re_path
 
-from dashboards.views import DashboardCollaboratorViewSet, DashboardSharingViewSet, DashboardViewSet, InsightViewSet
+from dashboards.views import (
+    DashboardCollaboratorViewSet,
+    DashboardSharingViewSet,
+    DashboardViewSet,
+    InsightViewSet,
+    SharingPasswordViewSet,
+)
 from workspace.api.routers import OptionalSlashRouter
 
 router = OptionalSlashRouter()
@@ -14,6 +20,12 @@ router.register(
     basename="project-dashboard-collaborators",
 )
 router.register("insights", InsightViewSet, basename="project-insights")
+# /api/projects/{project_id}/dashboards/{dashboard_id}/sharing/passwords/[{id}/]
+router.register(
+    r"dashboards/(?P<dashboard_id>[^/.]+)/sharing/passwords",
+    SharingPasswordViewSet,
+    basename="project-dashboard-sharing-passwords",
+)
 
 urlpatterns = [
     *router.urls,

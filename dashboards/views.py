@@ -8,7 +8,7 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from dashboards.filters import DashboardFilterSet, InsightFilterSet
-from dashboards.models import Dashboard, Insight, SharingConfiguration
+from dashboards.models import Dashboard, Insight, SharingConfiguration, SharingPassword
 from dashboards.permissions import (
     CanEditDashboard,
     CanEditInsight,
@@ -26,9 +26,12 @@ from dashboards.serializers import (
     DryRunSerializer,
     InsightSerializer,
     MoveTileSerializer,
+    NewSharingPasswordResponseSerializer,
+    NewSharingPasswordSerializer,
     ReorderTilesSerializer,
     RevertToVersionSerializer,
     SharingConfigurationSerializer,
+    SharingPasswordSerializer,
     TemplateJSONSerializer,
 )
 from dashboards.services import (
@@ -45,6 +48,8 @@ from dashboards.services import (
     sharing_configuration_get_or_create,
     sharing_configuration_refresh,
     sharing_configuration_update,
+    sharing_password_create,
+    sharing_password_delete,
 )
 from organizations.tenancy import ProjectScopedViewSet
 from workspace.api.viewsets import CreateMixin, DestroyMixin, ListMixin, RetrieveMixin, UpdateMixin
@@ -364,7 +369,8 @@ class DashboardSharingViewSet(DashboardScopedMixin, ProjectScopedViewSet, Update
 
     @extend_schema(parameters=[PROJECT_ID, DASHBOARD_ID], responses=SharingConfigurationSerializer)
     def partial_update(self, request, *args, **kwargs):
-        """Turn the dashboard's public link on or off (`{"enabled": true}`); needs edit rights on the dashboard."""
+        """Turn the dashboard's public link on or off (`{"enabled": true}`), set when it ends (`expires_at`) and
+        whether it asks for a password (`password_required`); needs edit rights on the dashboard."""
         return super().partial_update(request, *args, **kwargs)
 
     @extend_schema(parameters=[PROJECT_ID, DASHBOARD_ID], request=None, responses=SharingConfigurationSerializer)
@@ -375,6 +381,45 @@ class DashboardSharingViewSet(DashboardScopedMixin, ProjectScopedViewSet, Update
             self.get_object(),
             lambda configuration: sharing_configuration_refresh(actor=request.user, configuration=configuration),
         )
+
+
+PASSWORD_ID = OpenApiParameter("id", OpenApiTypes.UUID, OpenApiParameter.PATH, description="The password's id.")
+
+
+@extend_schema_view(
+    create=extend_schema(
+        parameters=[PROJECT_ID, DASHBOARD_ID],
+        responses={201: NewSharingPasswordResponseSerializer},
+        summary="A password for the protected shared page, shown once in this answer",
+    ),
+    destroy=extend_schema(
+        parameters=[PROJECT_ID, DASHBOARD_ID, PASSWORD_ID],
+        summary="Revoke a password: pages it unlocked ask again at once",
+    ),
+)
+class SharingPasswordViewSet(DashboardScopedMixin, ProjectScopedViewSet, CreateMixin, DestroyMixin):
+    # /api/projects/{project_id}/dashboards/{dashboard_id}/sharing/passwords/[{id}/]
+    scope_object = "sharing_configuration"
+    activity_scope = "SharingPassword"
+    queryset = SharingPassword.objects.none()
+    serializer_class = NewSharingPasswordSerializer
+    object_serializer_class = SharingPasswordSerializer
+    permission_classes = [*ProjectScopedViewSet.permission_classes, CanEditSharedDashboard]
+
+    def get_queryset(self):
+        return SharingPassword.objects.filter(configuration__dashboard=self.dashboard).order_by("created_at", "id")
+
+    def create(self, request, *args, **kwargs):
+        serializer = self.get_serializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        configuration, _ = sharing_configuration_get_or_create(actor=request.user, dashboard=self.dashboard)
+        password, raw_password = sharing_password_create(
+            actor=request.user, configuration=configuration, **serializer.validated_data
+        )
+        return Response({**self.record_created(password), "password": raw_password}, status=status.HTTP_201_CREATED)
+
+    def destroy_object(self, instance):
+        sharing_password_delete(actor=self.request.user, password=instance)
 
 
 @extend_schema_view(

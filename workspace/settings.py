@@ -326,6 +326,8 @@ REST_FRAMEWORK = {
         "sustained": os.environ.get("API_RATE_LIMIT_SUSTAINED", "4800/hour"),
         # Failed authentications per client address (apikeys/authentication.py).
         "auth_failure": os.environ.get("API_AUTH_FAILURE_RATE", "60/minute"),
+        # Wrong passwords for protected shared dashboard pages per client address (dashboards/pages.py).
+        "shared_page_unlock": os.environ.get("SHARED_PAGE_UNLOCK_RATE", "10/minute"),
     },
     # The client address is the connecting one unless reverse proxies in front set X-Forwarded-For: with none
     # trusted, a client cannot pick its own address to dodge the per-address limits.

@@ -6,10 +6,17 @@ import pytest
 pytest.importorskip("selenium", reason="needs Selenium: pip install -e '.[dev]'")
 
 
+from django.contrib.auth.hashers import PBKDF2PasswordHasher
 from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions as EC
 
-from dashboards.services import sharing_configuration_get_or_create, sharing_configuration_update
-from tests.browser.pages import requested_urls
+from dashboards.models import SharingPassword
+from dashboards.services import (
+    sharing_configuration_get_or_create,
+    sharing_configuration_update,
+    sharing_password_delete,
+)
+from tests.browser.pages import requested_urls, wait
 from tests.dashboards.factories import DashboardFactory, DashboardTileFactory
 
 SCRIPT_BODY = "<script>window.pwned = 1</script> & <b>not bold</b>"
@@ -30,4 +37,40 @@ def test_the_shared_page_shows_the_tiles(browser, live_service, alice, project):
     assert tiles == ["Signups per day", SCRIPT_BODY]
     assert browser.find_elements(By.CSS_SELECTOR, ".text-tile b") == []  # the body is text, not markup
     assert browser.execute_script("return window.pwned === undefined")
+    assert all(url.startswith(live_service.url) for url in requested_urls(browser))
+
+
+def test_a_protected_page_asks_for_a_password_and_forgets_a_revoked_one(browser, live_service, alice, project):
+    dashboard = DashboardFactory(project=project, created_by=alice, name="Board numbers")
+    DashboardTileFactory(dashboard=dashboard, insight__name="Revenue per month")
+    configuration, _ = sharing_configuration_get_or_create(actor=alice, dashboard=dashboard)
+    configuration = sharing_configuration_update(
+        actor=alice, configuration=configuration, enabled=True, password_required=True
+    )
+    # Hashed as the live service's production hashers expect (the tests' own hash with MD5 for speed).
+    password = SharingPassword(configuration=configuration, note="Board")
+    password.password_hash = PBKDF2PasswordHasher().encode("open sesame 2026", PBKDF2PasswordHasher().salt())
+    password.save()
+    page = f"{live_service.url}/shared/{configuration.access_token}"
+
+    browser.get(page)
+    assert browser.find_element(By.TAG_NAME, "h1").text == "This dashboard is protected"
+    assert "Revenue per month" not in browser.page_source
+
+    browser.find_element(By.ID, "password").send_keys("a wrong guess")
+    browser.find_element(By.CSS_SELECTOR, "form [type=submit]").click()
+    alert = wait(browser).until(EC.presence_of_element_located((By.CSS_SELECTOR, "[role=alert]")))
+    assert alert.text == "That password is not right."
+
+    browser.find_element(By.ID, "password").send_keys("open sesame 2026")
+    browser.find_element(By.CSS_SELECTOR, "form [type=submit]").click()
+    wait(browser).until(EC.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Board numbers"))
+    assert [tile.text for tile in browser.find_elements(By.CSS_SELECTOR, "ul.tiles > li.tile")] == ["Revenue per month"]
+    cookie = browser.get_cookie("shared_unlock")
+    assert cookie["httpOnly"] is True
+    assert browser.execute_script("return document.cookie").find("shared_unlock") == -1
+
+    sharing_password_delete(actor=alice, password=password)
+    browser.get(page)
+    assert browser.find_element(By.TAG_NAME, "h1").text == "This dashboard is protected"
     assert all(url.startswith(live_service.url) for url in requested_urls(browser))

@@ -1,5 +1,8 @@
 import uuid
 
+from django.contrib.auth.hashers import make_password
+
+from dashboards.models import SharingPassword
 from dashboards.template_library import bundled_templates
 from organizations.models import Membership
 from tests.dashboards.factories import (
@@ -7,6 +10,7 @@ from tests.dashboards.factories import (
     DashboardFactory,
     DashboardTileFactory,
     InsightFactory,
+    SharingConfigurationFactory,
 )
 from tests.organizations.factories import MembershipFactory
 from tests.scope_matrix import Route
@@ -20,6 +24,7 @@ COPIED_TILE_ID = 900_003  # a text tile on the target dashboard, which copy_tile
 INSIGHT_TILE_ID = 900_004  # the dashboard's second tile
 NEW_COLLABORATOR_UUID = uuid.UUID("5b1f0c2e-0000-4000-8000-000000000001")
 VERSION_UUID = uuid.UUID("5b1f0c2e-0000-4000-8000-000000000002")  # an activity entry of the dashboard
+SHARING_PASSWORD_UUID = uuid.UUID("5b1f0c2e-0000-4000-8000-000000000003")  # a password of the dashboard's sharing
 
 BASE = "/api/projects/{project_id}/dashboards"
 INSIGHTS = "/api/projects/{project_id}/insights"
@@ -84,6 +89,13 @@ ROUTES = [
     Route("GET", f"{BASE}/{{dashboard_id}}/sharing/", "sharing_configuration:read", 200),
     Route("PATCH", f"{BASE}/{{dashboard_id}}/sharing/", "sharing_configuration:write", 200, {"enabled": True}),
     Route("POST", f"{BASE}/{{dashboard_id}}/sharing/refresh/", "sharing_configuration:write", 200),
+    Route("POST", f"{BASE}/{{dashboard_id}}/sharing/passwords/", "sharing_configuration:write", 201, {"note": "Board"}),
+    Route(
+        "DELETE",
+        f"{BASE}/{{dashboard_id}}/sharing/passwords/{SHARING_PASSWORD_UUID}/",
+        "sharing_configuration:write",
+        204,
+    ),
     Route("GET", f"{INSIGHTS}/", "insight:read", 200),
     Route("POST", f"{INSIGHTS}/", "insight:write", 201, {"name": "New insight", "query": {"kind": "TrendsQuery"}}),
     Route("GET", f"{INSIGHTS}/{{insight_id}}/", "insight:read", 200),
@@ -104,6 +116,11 @@ def make_objects(*, user, organization, project) -> dict:
         detail={"before": {"name": "Before"}, "after": {"name": dashboard.name}},
     )
     DashboardTileFactory(dashboard=dashboard, pk=TILE_ID)
+    SharingPassword.objects.create(
+        id=SHARING_PASSWORD_UUID,
+        configuration=SharingConfigurationFactory(dashboard=dashboard),
+        password_hash=make_password("matrix password"),
+    )
     target = DashboardFactory(project=project, created_by=user, pk=TARGET_DASHBOARD_ID)
     DashboardTileFactory(dashboard=target, text_tile=True, pk=COPIED_TILE_ID)
     restricted = DashboardFactory(project=project, created_by=user, restriction_level=37)

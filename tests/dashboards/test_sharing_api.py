@@ -22,6 +22,9 @@ def test_first_get_creates_a_disabled_configuration(key_client, project, alice):
         "created_at": configuration.created_at.isoformat().replace("+00:00", "Z"),
         "enabled": False,
         "access_token": configuration.access_token,
+        "expires_at": None,
+        "password_required": False,
+        "share_passwords": [],
     }
     assert len(configuration.access_token) >= 32
     assert ActivityLog.objects.filter(scope="SharingConfiguration", activity="created").count() == 1
@@ -108,6 +111,9 @@ class TestEnable:
             "created_at": configuration.created_at.isoformat().replace("+00:00", "Z"),
             "enabled": True,
             "access_token": configuration.access_token,
+            "expires_at": None,
+            "password_required": False,
+            "share_passwords": [],
         }
         assert response["ETag"]
         assert client.get(f"/api/projects/{project.pk}/dashboards/{dashboard.pk}/").json()["is_shared"] is True
