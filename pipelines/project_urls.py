@@ -1,5 +1,6 @@
 """Routes under /api/projects/{project_id}/ owned by the pipelines app."""
 
+from pipelines.query.views import QueryViewSet
 from pipelines.views import BatchExportBackfillViewSet, BatchExportRunViewSet, EventViewSet, ProjectBatchExportViewSet
 from workspace.api.routers import OptionalSlashRouter
 
@@ -16,4 +17,5 @@ router.register(
     basename="project-batch-export-backfills",
 )
 router.register("events", EventViewSet, basename="project-events")
+router.register("query", QueryViewSet, basename="project-query")
 urlpatterns = router.urls

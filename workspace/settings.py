@@ -271,6 +271,10 @@ DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "workspace@localhost")
 # Used to build absolute links in emails (invite acceptance).
 SITE_URL = os.environ.get("SITE_URL", "http://127.0.0.1:8000")
 
+# The statement timeout of each query of the query layer (pipelines/query/sql.py); past it the API answers 400
+# `query_timeout`.
+QUERY_TIMEOUT_MS = env_int("QUERY_TIMEOUT_MS", 10_000)
+
 # Organization invites expire after this many days.
 INVITE_EXPIRY_DAYS = env_int("INVITE_EXPIRY_DAYS", 3)
 
@@ -328,6 +332,8 @@ REST_FRAMEWORK = {
         "auth_failure": os.environ.get("API_AUTH_FAILURE_RATE", "60/minute"),
         # Wrong passwords for protected shared dashboard pages per client address (dashboards/pages.py).
         "shared_page_unlock": os.environ.get("SHARED_PAGE_UNLOCK_RATE", "10/minute"),
+        # Query computations per key (pipelines/query/views.py); answers from the cache are not counted.
+        "query": os.environ.get("API_QUERY_RATE", "120/minute"),
     },
     # The client address is the connecting one unless reverse proxies in front set X-Forwarded-For: with none
     # trusted, a client cannot pick its own address to dodge the per-address limits.
@@ -356,6 +362,8 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "SCHEMA_PATH_PREFIX": "/api/",
     "SECURITY": [{"PersonalAPIKeyAuth": []}],
+    # /api/environments/ is an alias of /api/projects/ (workspace/urls.py): described once.
+    "PREPROCESSING_HOOKS": ["workspace.urls.schema_without_aliases"],
     # Dashboard restriction, privilege and collaborator levels share one choice set.
     # Enum component names as the reference API publishes them, for clients generated from either schema.
     "ENUM_NAME_OVERRIDES": {

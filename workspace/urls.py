@@ -28,10 +28,21 @@ urlpatterns = [
     path("api/", include("apikeys.urls")),
     path("api/", include("organizations.urls")),
     path("api/organizations/<str:organization_id>/", include(organization_routes)),
+    # The reference's newer name for a project: every project route, same behaviour. Listed before the projects
+    # routes because reverse() takes the last of a name's patterns, which must stay /api/projects/; the schema
+    # leaves the alias out (schema_without_aliases).
+    path("api/environments/<str:project_id>/", include(project_routes)),
     path("api/projects/<str:project_id>/", include(project_routes)),
     re_path(r"^api(/|$)", api_not_found),
     path("", include("pipelines.capture_urls")),
 ]
+
+
+def schema_without_aliases(endpoints):
+    """drf-spectacular's preprocessing hook (SPECTACULAR_SETTINGS): the schema describes each project operation once,
+    under /api/projects/; /api/environments/ is the same route under the reference's newer name."""
+    return [endpoint for endpoint in endpoints if not endpoint[0].startswith("/api/environments/")]
+
 
 handler404 = "workspace.views.api_not_found"
 handler500 = "workspace.views.server_error"

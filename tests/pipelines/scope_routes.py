@@ -11,10 +11,13 @@ from tests.scope_matrix import Route
 EXPORTS = "/api/organizations/{organization_id}/batch_exports/"
 EXPORT = EXPORTS + "{batch_export_id}/"
 NEW_EXPORT = {"name": "Matrix export", "destination": {"type": "NoOp", "config": {}}, "interval": "hour"}
+QUERY = {"query": {"kind": "HogQLQuery", "query": "SELECT count() FROM events"}}
 BACKFILL = {"start_at": "2024-01-01T00:00:00Z", "end_at": "2024-01-01T02:00:00Z"}
 
 ROUTES = [
     Route("GET", "/api/projects/{project_id}/events/", "query:read", 200),
+    # A query is a POST that only reads: `query:read`, as the reference has it.
+    Route("POST", "/api/projects/{project_id}/query/", "query:read", 200, QUERY),
     Route("GET", EXPORTS, "batch_export:read", 200),
     Route("POST", EXPORTS, "batch_export:write", 201, NEW_EXPORT),
     Route("GET", EXPORT, "batch_export:read", 200),

@@ -95,6 +95,13 @@ class SustainedRateThrottle(FixedWindowRateThrottle):
     scope = "sustained"
 
 
+class QueryRateThrottle(FixedWindowRateThrottle):
+    """Query computations per key (`query` rate, `API_QUERY_RATE`). Not one of the view's throttles: the query view
+    asks it only before computing, so answers from the cache are never counted."""
+
+    scope = "query"
+
+
 class FailedAuthenticationThrottle(FixedWindowRateThrottle):
     """Failed authentications per client address (`auth_failure` rate, `API_AUTH_FAILURE_RATE`).
 

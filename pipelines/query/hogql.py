@@ -1,0 +1,465 @@
+"""HogQLQuery: a read-only SQL subset over the table `events`, rewritten into a tree over the project's events.
+
+    SELECT toStartOfDay(timestamp) AS day, properties.$browser, uniq(distinct_id) FROM events
+    WHERE event = '$pageview' AND timestamp > now() - INTERVAL 7 DAY GROUP BY day, properties.$browser ORDER BY day
+
+The text is parsed with sqlglot and walked against an allow-list; what is allowed is copied into a new tree, and
+anything else is a 400 (`attr: "query"`) naming what is not allowed:
+- one SELECT of expressions (`*`, `AS` names) FROM events (an alias allowed), with WHERE, GROUP BY, ORDER BY, LIMIT
+  (default 100, at most 10,000) and OFFSET; no join, subquery, union, WITH, HAVING or DISTINCT;
+- columns `uuid`, `event`, `distinct_id`, `timestamp`, `properties`, and properties by name (`properties.$browser`,
+  `properties.a.b`, `properties['any name']`); a select's `AS` name can be used in GROUP BY and ORDER BY;
+- functions `count`, `uniq`, `sum`, `avg`, `min`, `max`, `toStartOfHour/Day/Week/Month`, `now`, `toDate`;
+  `now() ± INTERVAL n unit`;
+- literals, comparisons, `AND`/`OR`/`NOT`, `IN (values)`, `BETWEEN`, `LIKE`/`ILIKE`, `IS [NOT] NULL`, arithmetic.
+
+Since the tree holds only those, and its one table is the events table with the project's filter ANDed to the WHERE,
+a text cannot reach another table, another project's rows or a database function. As in the reference, times are
+shown and truncated in the project's time zone, a date-time string compared with `timestamp` is read in it, a
+property compared with a number is compared as a number, and `sum`/`avg` of a property add numbers.
+"""
+
+import datetime as dt
+import json
+import uuid
+from dataclasses import dataclass
+from decimal import Decimal
+from zoneinfo import ZoneInfo
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+
+from pipelines.query import dates
+from pipelines.query.errors import QueryError
+from pipelines.query.nodes import HogQLQuery, ParsedQuery
+from pipelines.query.sql import (
+    column,
+    dialect,
+    execute,
+    project_events,
+    property_number,
+    property_text,
+    start_of,
+    string,
+    timestamp,
+    to_date,
+)
+
+DEFAULT_LIMIT = 100
+MAX_LIMIT = 10_000
+FIELDS = {"uuid": "UUID", "event": "String", "distinct_id": "String", "properties": "JSON", "timestamp": "DateTime"}
+STAR = ("uuid", "event", "distinct_id", "properties", "timestamp")
+FUNCTIONS = (
+    "count, uniq, sum, avg, min, max, toStartOfHour, toStartOfDay, toStartOfWeek, toStartOfMonth, now and toDate"
+)
+TRUNCATIONS = {"toStartOfHour": "hour", "toStartOfDay": "day", "toStartOfWeek": "week", "toStartOfMonth": "month"}
+CANONICAL = {
+    name.lower(): name for name in ("count", "uniq", "sum", "avg", "min", "max", "now", "toDate", *TRUNCATIONS)
+}
+CLAUSES = {"expressions", "from", "from_", "where", "group", "order", "limit", "offset"}
+CLAUSE_NAMES = {"joins": "JOIN", "with": "WITH", "with_": "WITH", "having": "HAVING", "distinct": "DISTINCT"}
+COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)
+ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)
+NUMERIC = {"Int64", "UInt64", "Float64"}
+TIMES = {"DateTime", "LocalDateTime", "Date"}
+INTERVAL_UNITS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400, "week": 7 * 86400}
+
+
+@dataclass(frozen=True)
+class Typed:
+    """A rewritten expression and the type of its values; `keys` for a property, so it can be read as a number."""
+
+    node: exp.Expression
+    type: str
+    keys: tuple[str, ...] | None = None
+
+
+def run(parsed: ParsedQuery, *, project, now: dt.datetime) -> dict:
+    query: HogQLQuery = parsed.node
+    translation = _Translator(project_id=project.pk, tz=project.time_zone, now=now).translate(query.query)
+    rows = execute(translation.tree)
+    limit = translation.limit
+    tz = ZoneInfo(project.time_zone)
+    converters = [_converter(type_, tz) for _, type_ in translation.columns]
+    return {
+        "columns": [name for name, _ in translation.columns],
+        "types": [[name, _type_name(type_, project.time_zone)] for name, type_ in translation.columns],
+        "results": [[convert(value) for convert, value in zip(converters, row, strict=True)] for row in rows[:limit]],
+        "hogql": translation.hogql,
+        "limit": limit,
+        "offset": translation.offset,
+        "hasMore": len(rows) > limit,
+    }
+
+
+@dataclass(frozen=True)
+class Translation:
+    tree: exp.Select
+    columns: list[tuple[str, str]]
+    limit: int
+    offset: int
+    hogql: str
+
+
+class _Translator:
+    def __init__(self, *, project_id: int, tz: str, now: dt.datetime):
+        self.project_id = project_id
+        self.tz = tz
+        self.now = now
+        self.engine = dialect()
+        self.tables = {"events"}
+        self.aliases: dict[str, Typed] = {}
+        self.in_aggregate = False
+
+    def translate(self, text: str) -> Translation:
+        select = self._parse(text)
+        for key, value in select.args.items():
+            if key not in CLAUSES and value not in (None, [], False):
+                name = CLAUSE_NAMES.get(key, key.upper().rstrip("_"))
+                raise QueryError(
+                    f"{name} is not allowed: use SELECT … FROM events [WHERE] [GROUP BY] [ORDER BY] [LIMIT]."
+                )
+        from_ = select.args.get("from_") or select.args.get("from")
+        if from_ is not None:
+            self._table(from_.this)
+
+        columns: list[tuple[str, str]] = []
+        expressions = []
+        for expression in select.expressions:
+            if isinstance(expression, exp.Star):
+                for name in STAR:
+                    typed = self._rewrite(exp.column(name))
+                    columns.append((name, typed.type))
+                    expressions.append(typed.node.as_(f"c{len(expressions)}"))
+                continue
+            alias = expression.alias if isinstance(expression, exp.Alias) else None
+            inner = expression.this if isinstance(expression, exp.Alias) else expression
+            typed = self._rewrite(inner)
+            name = alias or (inner.parts[-1].name if isinstance(inner, exp.Column) else _text(inner))
+            if alias:
+                self.aliases[alias] = typed
+            columns.append((name, typed.type))
+            expressions.append(typed.node.as_(f"c{len(expressions)}"))
+        if from_ is None:
+            raise QueryError("The query must select FROM events.")
+
+        table, project_filter = project_events(self.project_id)
+        tree = exp.select(*expressions).from_(table)
+        where = select.args.get("where")
+        condition = project_filter
+        if where is not None:
+            condition = exp.and_(project_filter, exp.Paren(this=self._rewrite(where.this).node))
+        tree = tree.where(condition)
+        group = select.args.get("group")
+        if group is not None:
+            tree = tree.group_by(*(self._rewrite(item, aliases=True).node for item in group.expressions))
+        order = select.args.get("order")
+        if order is not None:
+            tree = tree.order_by(*(self._ordered(item) for item in order.expressions))
+        limit = min(self._count(select.args.get("limit"), "LIMIT", DEFAULT_LIMIT), MAX_LIMIT)
+        offset = self._count(select.args.get("offset"), "OFFSET", 0)
+        tree = tree.limit(limit + 1)  # one more, to tell whether more rows follow
+        if offset:
+            tree = tree.offset(offset)
+        shown = select.copy()
+        shown.set("limit", exp.Limit(expression=exp.Literal.number(limit)))
+        return Translation(tree=tree, columns=columns, limit=limit, offset=offset, hogql=_text(shown))
+
+    def _parse(self, text: str) -> exp.Select:
+        try:
+            statements = [statement for statement in sqlglot.parse(text) if statement is not None]
+        except SqlglotError as error:
+            message = str(error).strip().splitlines()[0][:200] if str(error).strip() else type(error).__name__
+            raise QueryError(f"Not a valid query: {message}") from None
+        if len(statements) != 1:
+            raise QueryError("Several statements are not allowed: give a single SELECT.")
+        statement = statements[0]
+        if not isinstance(statement, exp.Select):
+            raise QueryError(f"Only SELECT is allowed, not {statement.key.upper()}.")
+        return statement
+
+    def _table(self, table: exp.Expression) -> None:
+        if isinstance(table, exp.Subquery | exp.Select):
+            raise QueryError("Subqueries are not allowed: select FROM events.")
+        if (
+            not isinstance(table, exp.Table)
+            or table.name != "events"
+            or table.args.get("db")
+            or table.args.get("catalog")
+        ):
+            raise QueryError(f"The table {table.sql()[:80]} is not allowed: only events can be queried.")
+        if table.alias:
+            self.tables.add(table.alias)
+
+    def _count(self, clause: exp.Expression | None, name: str, default: int) -> int:
+        if clause is None:
+            return default
+        value = clause.expression
+        if not (isinstance(value, exp.Literal) and not value.is_string and value.this.isdigit()):
+            raise QueryError(f"{name} takes a whole number.")
+        return int(value.this)
+
+    def _ordered(self, item: exp.Expression) -> exp.Expression:
+        if not isinstance(item, exp.Ordered):
+            return self._rewrite(item, aliases=True).node
+        return exp.Ordered(
+            this=self._rewrite(item.this, aliases=True).node,
+            desc=item.args.get("desc"),
+            nulls_first=item.args.get("nulls_first"),
+        )
+
+    # Expressions ---------------------------------------------------------------------------------------------------
+
+    def _rewrite(self, node: exp.Expression, *, aliases: bool = False) -> Typed:
+        rewrite = lambda child: self._rewrite(child, aliases=aliases)  # noqa: E731
+        if isinstance(node, exp.Column | exp.Bracket | exp.Dot):
+            return self._column(node, aliases=aliases)
+        if isinstance(node, exp.Literal):
+            if node.is_string:
+                return Typed(node.copy(), "String")
+            return Typed(node.copy(), "Int64" if node.this.lstrip("-").isdigit() else "Float64")
+        if isinstance(node, exp.Null):
+            return Typed(exp.Null(), "Null")
+        if isinstance(node, exp.Boolean):
+            return Typed(node.copy(), "Bool")
+        if isinstance(node, exp.Paren):
+            inner = rewrite(node.this)
+            return Typed(exp.Paren(this=inner.node), inner.type, inner.keys)
+        if isinstance(node, exp.Neg):
+            inner = self._number(rewrite(node.this))
+            return Typed(exp.Neg(this=inner.node), inner.type)
+        if isinstance(node, exp.And | exp.Or):
+            return Typed(type(node)(this=rewrite(node.this).node, expression=rewrite(node.expression).node), "Bool")
+        if isinstance(node, exp.Not):
+            return Typed(exp.Not(this=rewrite(node.this).node), "Bool")
+        if isinstance(node, COMPARISONS):
+            left, right = self._pair(rewrite(node.this), rewrite(node.expression))
+            return Typed(type(node)(this=left.node, expression=right.node), "Bool")
+        if isinstance(node, exp.Like | exp.ILike):
+            return Typed(type(node)(this=rewrite(node.this).node, expression=rewrite(node.expression).node), "Bool")
+        if isinstance(node, exp.Is):
+            if not isinstance(node.expression, exp.Null):
+                raise QueryError("Only IS NULL and IS NOT NULL are allowed.")
+            return Typed(exp.Is(this=rewrite(node.this).node, expression=exp.Null()), "Bool")
+        if isinstance(node, exp.In):
+            if node.args.get("query") or node.args.get("unnest") or node.args.get("field"):
+                raise QueryError("Subqueries are not allowed: IN takes a list of values.")
+            subject = rewrite(node.this)
+            pairs = [self._pair(subject, rewrite(option)) for option in node.expressions]
+            left = pairs[0][0] if pairs else subject
+            return Typed(exp.In(this=left.node, expressions=[right.node for _, right in pairs]), "Bool")
+        if isinstance(node, exp.Between):
+            subject = rewrite(node.this)
+            low = self._pair(subject, rewrite(node.args["low"]))
+            high = self._pair(subject, rewrite(node.args["high"]))
+            return Typed(exp.Between(this=low[0].node, low=low[1].node, high=high[1].node), "Bool")
+        if isinstance(node, exp.Add | exp.Sub) and isinstance(node.expression, exp.Interval):
+            return self._shifted(node)
+        if isinstance(node, ARITHMETIC):
+            left, right = self._number(rewrite(node.this)), self._number(rewrite(node.expression))
+            kind = "Float64" if isinstance(node, exp.Div) or "Float64" in (left.type, right.type) else "Int64"
+            return Typed(type(node)(this=left.node, expression=right.node), kind)
+        if isinstance(node, exp.Func):
+            return self._function(node, aliases=aliases)
+        if isinstance(node, exp.Subquery | exp.Select | exp.Union):
+            raise QueryError("Subqueries are not allowed.")
+        raise QueryError(f"{node.key.upper()} is not allowed: {node.sql()[:80]}")
+
+    def _column(self, node: exp.Expression, *, aliases: bool) -> Typed:
+        keys = self._path(node)
+        if aliases and len(keys) == 1 and keys[0] in self.aliases:
+            return self.aliases[keys[0]]
+        if keys[0] == "properties" and len(keys) > 1:
+            properties = tuple(keys[1:])
+            return Typed(property_text(properties, self.engine), "Property", properties)
+        if len(keys) == 1 and keys[0] in FIELDS:
+            return Typed(column(keys[0]), FIELDS[keys[0]])
+        raise QueryError(f"Unknown column {'.'.join(keys)}: use {', '.join(FIELDS)}, or properties.<name>.")
+
+    def _path(self, node: exp.Expression) -> list[str]:
+        if isinstance(node, exp.Column):
+            if isinstance(node.this, exp.Star):
+                raise QueryError("Select * or named columns of events.")
+            parts = [part.name for part in node.parts]
+            if len(parts) > 1 and parts[0] in self.tables:
+                parts = parts[1:]
+            return parts
+        if isinstance(node, exp.Bracket) and len(node.expressions) == 1:
+            key = node.expressions[0]
+            base = self._path(node.this)
+            if base[0] != "properties" or not (isinstance(key, exp.Literal) and key.is_string):
+                raise QueryError("Only properties can be read with [...], with a quoted name: properties['name'].")
+            return [*base, key.this]
+        if isinstance(node, exp.Dot) and isinstance(node.expression, exp.Identifier):  # properties['a b'].c
+            base = self._path(node.this)
+            if base[0] != "properties":
+                raise QueryError(f"{node.sql()[:80]} is not allowed.")
+            return [*base, node.expression.name]
+        raise QueryError(f"{node.sql()[:80]} is not allowed.")
+
+    def _number(self, typed: Typed) -> Typed:
+        """A property as a number; a number as it is; anything else cannot take part in arithmetic."""
+        if typed.type == "Property":
+            return Typed(property_number(typed.keys, self.engine), "Float64")
+        if typed.type not in NUMERIC | {"Null"}:
+            raise QueryError(f"Arithmetic takes numbers, not {typed.type}.")
+        return typed
+
+    def _pair(self, left: Typed, right: Typed) -> tuple[Typed, Typed]:
+        """Both sides of a comparison, made comparable: a string literal against a time is read as a time (in the
+        project's time zone), and a property against a number is read as a number."""
+        if right.type == "String" and left.type in TIMES and isinstance(right.node, exp.Literal):
+            right = self._time_literal(right.node.this, left.type)
+        elif left.type == "String" and right.type in TIMES and isinstance(left.node, exp.Literal):
+            left = self._time_literal(left.node.this, right.type)
+        if left.type == "Property" and right.type in NUMERIC:
+            left = self._number(left)
+        elif right.type == "Property" and left.type in NUMERIC:
+            right = self._number(right)
+        return left, right
+
+    def _time_literal(self, text: str, kind: str) -> Typed:
+        tz = ZoneInfo(self.tz)
+        try:
+            moment = dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise QueryError(f"Not a date or date-time: {text[:50]!r}.") from None
+        if kind == "Date":
+            value = moment.date().isoformat()
+            return Typed(exp.cast(string(value), "DATE") if self.engine == "postgres" else string(value), kind)
+        if kind == "LocalDateTime":
+            local = moment.astimezone(tz).replace(tzinfo=None) if moment.tzinfo else moment
+            value = local.strftime("%Y-%m-%d %H:%M:%S")
+            return Typed(exp.cast(string(value), "TIMESTAMP") if self.engine == "postgres" else string(value), kind)
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=tz)
+        return Typed(timestamp(moment, self.engine), "DateTime")
+
+    def _shifted(self, node: exp.Expression) -> Typed:
+        """`now() ± INTERVAL n unit`, computed here: a moment literal."""
+        interval = node.expression
+        base = node.this
+        if not (isinstance(base, exp.Anonymous) and base.name == "now" and not base.expressions):
+            raise QueryError("INTERVAL is allowed only as now() + INTERVAL n unit or now() - INTERVAL n unit.")
+        amount_text = interval.this.this if isinstance(interval.this, exp.Literal) else ""
+        unit = (interval.unit.name if interval.unit else "").lower().rstrip("s")
+        if not str(amount_text).isdigit() or unit not in (*INTERVAL_UNITS, "month", "year"):
+            raise QueryError("INTERVAL takes a whole number and one of second, minute, hour, day, week, month, year.")
+        amount = int(amount_text) * (-1 if isinstance(node, exp.Sub) else 1)
+        if unit in INTERVAL_UNITS:
+            moment = self.now + dt.timedelta(seconds=amount * INTERVAL_UNITS[unit])
+        else:
+            local = self.now.astimezone(ZoneInfo(self.tz))
+            day = dates.add_months(local.date(), amount * (12 if unit == "year" else 1))
+            moment = dt.datetime.combine(day, local.timetz())
+        return Typed(timestamp(moment, self.engine), "DateTime")
+
+    def _function(self, node: exp.Func, *, aliases: bool) -> Typed:
+        written = node.name if isinstance(node, exp.Anonymous) else node.sql_name().lower()
+        name = CANONICAL.get(written.lower(), written)
+        arguments = node.expressions if isinstance(node, exp.Anonymous) else [node.this] if node.this else []
+        if name in ("count", "uniq", "sum", "avg", "min", "max"):
+            if self.in_aggregate:
+                raise QueryError(f"{name}() cannot be nested in another aggregate.")
+            self.in_aggregate = True
+            try:
+                return self._aggregate(name, node, arguments, aliases=aliases)
+            finally:
+                self.in_aggregate = False
+        if name == "now" and not arguments:
+            return Typed(timestamp(self.now, self.engine), "DateTime")
+        if name in TRUNCATIONS or name == "toDate":
+            if len(arguments) != 1:
+                raise QueryError(f"{name}() takes one argument.")
+            argument = self._rewrite(arguments[0], aliases=aliases)
+            if argument.type == "String" and isinstance(argument.node, exp.Literal):
+                argument = self._time_literal(argument.node.this, "DateTime")
+            if argument.type != "DateTime":
+                raise QueryError(f"{name}() takes timestamp or now().")
+            if name == "toDate":
+                return Typed(to_date(argument.node, self.tz, self.engine), "Date")
+            return Typed(start_of(TRUNCATIONS[name], argument.node, self.tz, self.engine), "LocalDateTime")
+        raise QueryError(f"The function {name}() is not allowed: use {FUNCTIONS}.")
+
+    def _aggregate(self, name: str, node: exp.Func, arguments: list, *, aliases: bool) -> Typed:
+        if name == "count":
+            argument = node.this
+            if isinstance(argument, exp.Distinct):
+                raise QueryError("count(DISTINCT …) is not allowed: use uniq(…).")
+            if argument is None or isinstance(argument, exp.Star):
+                return Typed(exp.Count(this=exp.Star()), "UInt64")
+            return Typed(exp.Count(this=self._rewrite(argument, aliases=aliases).node), "UInt64")
+        if len(arguments) != 1 or isinstance(arguments[0], exp.Distinct | exp.Star):
+            raise QueryError(f"{name}() takes one argument.")
+        argument = self._rewrite(arguments[0], aliases=aliases)
+        if name == "uniq":
+            return Typed(exp.Count(this=exp.Distinct(expressions=[argument.node])), "UInt64")
+        if name in ("sum", "avg"):
+            argument = self._number(argument)
+            return Typed((exp.Sum if name == "sum" else exp.Avg)(this=argument.node), "Float64")
+        kind = "String" if argument.type == "Property" else argument.type
+        return Typed((exp.Min if name == "min" else exp.Max)(this=argument.node), kind)
+
+
+def _text(node: exp.Expression) -> str:
+    """HogQL as written: function names keep their case (`toStartOfDay`, `count`), where sqlglot would print the
+    aggregates it knows in capitals."""
+
+    def lower(child: exp.Expression) -> exp.Expression:
+        if isinstance(child, exp.Count | exp.Sum | exp.Avg | exp.Min | exp.Max):
+            arguments = [child.this] if child.this is not None else []
+            return exp.Anonymous(this=child.sql_name().lower(), expressions=arguments)
+        return child
+
+    return node.copy().transform(lower).sql(normalize_functions=False)
+
+
+# Results -----------------------------------------------------------------------------------------------------------
+
+
+def _type_name(type_: str, tz: str) -> str:
+    """The type of a column as the reference names it (ClickHouse's names)."""
+    names = {
+        "Property": "Nullable(String)",
+        "JSON": "String",
+        "DateTime": f"DateTime64(6, '{tz}')",
+        "LocalDateTime": f"DateTime('{tz}')",
+        "Null": "Nullable(Nothing)",
+    }
+    return names.get(type_, type_)
+
+
+def _converter(type_: str, tz: ZoneInfo):
+    """How a value of a column of `type_` comes back from either engine, as JSON shows it."""
+    if type_ == "UUID":
+        return lambda value: None if value is None else str(uuid.UUID(str(value)))
+    if type_ == "DateTime":
+        return lambda value: None if value is None else _moment(value, dt.UTC).astimezone(tz).isoformat()
+    if type_ == "LocalDateTime":
+        return lambda value: None if value is None else _moment(value, tz, local=True).isoformat()
+    if type_ == "Date":
+        return lambda value: None if value is None else str(value)[:10]
+    if type_ == "JSON":
+        return lambda value: json.loads(value) if isinstance(value, str | bytes) else value
+    if type_ == "Bool":
+        return lambda value: None if value is None else bool(value)
+    return _plain
+
+
+def _moment(value, tz, *, local: bool = False) -> dt.datetime:
+    if isinstance(value, str):
+        value = dt.datetime.fromisoformat(value)
+    if value.tzinfo is None:
+        return value.replace(tzinfo=tz)
+    return value.astimezone(tz) if local else value
+
+
+def _plain(value):
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, dt.datetime | dt.date):
+        return value.isoformat()
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    return value

@@ -1,0 +1,199 @@
+"""Query nodes: the reference's JSON query language, read strictly.
+
+A request's `query` is one node, named by its `kind`. Nodes are pydantic models that forbid unknown fields, as the
+reference's schema does (DECISIONS.md §15), unlike the rest of a request body: a misspelt `math` or a field this
+service does not compute is a 400 whose `attr` is the field's JSON path (`query__series__0__math`), never a result
+computed without it. Fields that only change how a result is drawn (`trendsFilter.showLegend`, the wrappers' `show*`
+switches) are accepted and kept.
+
+The wrappers `InsightVizNode` and `DataVisualizationNode` are unwrapped: `parse_query` returns their `source` and
+the path it was read at, so that later errors name fields inside it (`query__source__interval`).
+"""
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from pipelines.query.errors import QueryError
+
+Math = Literal[
+    "total", "dau", "weekly_active", "monthly_active", "sum", "avg", "min", "max", "median", "p90", "p95", "p99"
+]
+# Maths that aggregate a numeric property (`math_property`) rather than count events or users.
+PROPERTY_MATHS = frozenset({"sum", "avg", "min", "max", "median", "p90", "p95", "p99"})
+PropertyOperator = Literal[
+    "exact",
+    "is_not",
+    "icontains",
+    "not_icontains",
+    "regex",
+    "not_regex",
+    "gt",
+    "gte",
+    "lt",
+    "lte",
+    "is_set",
+    "is_not_set",
+]
+Interval = Literal["hour", "day", "week", "month"]
+Display = Literal[
+    "ActionsLineGraph",
+    "ActionsLineGraphCumulative",
+    "ActionsBar",
+    "ActionsStackedBar",
+    "ActionsUnstackedBar",
+    "ActionsAreaGraph",
+    "BoldNumber",
+    "ActionsPie",
+    "ActionsBarValue",
+    "ActionsTable",
+    "WorldMap",
+]
+
+
+class Node(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class EventPropertyFilter(Node):
+    key: str = Field(min_length=1, max_length=400)
+    # A string, number or boolean, or a list of them for `exact` and `is_not`; checked against the operator when the
+    # query is built, so that the error names `value`.
+    value: Any = None
+    operator: PropertyOperator = "exact"
+    type: Literal["event"] = "event"
+    label: str | None = None
+
+
+class EventsNode(Node):
+    kind: Literal["EventsNode"] = "EventsNode"
+    event: str | None = Field(default=None, max_length=400)  # None: all events
+    name: str | None = None
+    custom_name: str | None = None
+    math: Math = "total"
+    math_property: str | None = Field(default=None, min_length=1, max_length=400)
+    properties: list[EventPropertyFilter] = Field(default_factory=list, max_length=100)
+
+
+class DateRange(Node):
+    date_from: str | None = None
+    date_to: str | None = None
+    # True: the dates are used as given; otherwise they are widened to whole hours (hour intervals) or days.
+    explicitDate: bool | None = None
+
+
+class BreakdownFilter(Node):
+    breakdown: str | None = Field(default=None, min_length=1, max_length=400)
+    breakdown_type: Literal["event"] | None = "event"
+    breakdown_limit: int | None = Field(default=None, ge=1, le=1000)
+    breakdown_hide_other_aggregation: bool | None = None
+
+
+class TrendsFilter(Node):
+    display: Display | None = None
+    formula: str | None = None
+    # How the chart is drawn; kept, never computed with.
+    showLegend: bool | None = None
+    showValuesOnSeries: bool | None = None
+    showLabelsOnSeries: bool | None = None
+    showPercentStackView: bool | None = None
+    aggregationAxisFormat: str | None = None
+    aggregationAxisPrefix: str | None = None
+    aggregationAxisPostfix: str | None = None
+    decimalPlaces: int | None = None
+    yAxisScaleType: Literal["linear", "log10"] | None = None
+
+
+class TrendsQuery(Node):
+    kind: Literal["TrendsQuery"]
+    series: list[EventsNode] = Field(min_length=1, max_length=20)
+    interval: Interval = "day"
+    dateRange: DateRange | None = None
+    properties: list[EventPropertyFilter] = Field(default_factory=list, max_length=100)
+    breakdownFilter: BreakdownFilter | None = None
+    trendsFilter: TrendsFilter | None = None
+    # The reference's switch for its per-project test-account filters; this service has none, so it changes nothing.
+    filterTestAccounts: bool | None = None
+
+
+class HogQLQuery(Node):
+    kind: Literal["HogQLQuery"]
+    query: str = Field(min_length=1, max_length=10_000)
+    name: str | None = None
+
+
+class InsightVizNode(Node):
+    kind: Literal["InsightVizNode"]
+    source: dict
+    # How the insight is shown; kept, never computed with.
+    full: bool | None = None
+    embedded: bool | None = None
+    showHeader: bool | None = None
+    showTable: bool | None = None
+    showFilters: bool | None = None
+    showResults: bool | None = None
+    showLastComputation: bool | None = None
+    showLastComputationRefresh: bool | None = None
+    showCorrelationTable: bool | None = None
+    hidePersonsModal: bool | None = None
+    vizSpecificOptions: dict | None = None
+
+
+class DataVisualizationNode(Node):
+    kind: Literal["DataVisualizationNode"]
+    source: dict
+    display: str | None = None
+    chartSettings: dict | None = None
+    tableSettings: dict | None = None
+
+
+# What each kind may hold as its source, and the kinds a request may compute.
+WRAPPERS: dict[str, tuple[type[Node], tuple[str, ...]]] = {
+    "InsightVizNode": (InsightVizNode, ("TrendsQuery",)),
+    "DataVisualizationNode": (DataVisualizationNode, ("HogQLQuery",)),
+}
+QUERIES: dict[str, type[Node]] = {"TrendsQuery": TrendsQuery, "HogQLQuery": HogQLQuery}
+
+
+@dataclass(frozen=True)
+class ParsedQuery:
+    node: Node
+    path: tuple[str, ...]  # where the node was read in the request body: ("query",) or ("query", "source")
+
+    def attr(self, *keys: object) -> str:
+        """The error `attr` of a field inside the node."""
+        return "__".join([*self.path, *(str(key) for key in keys)])
+
+
+def parse_query(data: object, path: tuple[str, ...] = ("query",)) -> ParsedQuery:
+    """The query node `data` describes (a wrapper's source, for a wrapper); QueryError naming the first bad field."""
+    attr = "__".join(path)
+    if not isinstance(data, dict):
+        raise QueryError("A query is a JSON object with a `kind`.", attr=attr)
+    kind = data.get("kind")
+    if kind in WRAPPERS:
+        model, sources = WRAPPERS[kind]
+        wrapper = _validate(model, data, path)
+        source = wrapper.source
+        if source.get("kind") not in sources:
+            raise QueryError(f"{kind} takes a source of kind {' or '.join(sources)}.", attr=f"{attr}__source__kind")
+        return parse_query(source, (*path, "source"))
+    if kind not in QUERIES:
+        known = ", ".join([*QUERIES, *WRAPPERS])
+        raise QueryError(f"Unknown query kind {kind!r}: use one of {known}.", attr=f"{attr}__kind")
+    return ParsedQuery(_validate(QUERIES[kind], data, path), path)
+
+
+def _validate(model: type[Node], data: dict, path: tuple[str, ...]) -> Node:
+    try:
+        return model.model_validate(data)
+    except ValidationError as error:
+        first = error.errors(include_url=False)[0]
+        location = [str(part) for part in first["loc"]]
+        attr = "__".join([*path, *location])
+        if first["type"] == "extra_forbidden":
+            raise QueryError(f"Unknown field {location[-1]!r}.", attr=attr) from None
+        if first["type"] == "missing":
+            raise QueryError("This field is required.", attr=attr, code="required") from None
+        raise QueryError(f"{first['msg']}.", attr=attr) from None

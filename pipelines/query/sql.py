@@ -1,0 +1,226 @@
+"""Syntax-tree pieces over the events table, their rendering for the database, and a read-only execution.
+
+Every query is built as a sqlglot tree; values enter it as literals of the tree (which the renderer quotes), never as
+pasted text, and `project_events()` is the one place that names the table, with the project's filter. The tree is
+rendered for the connection's engine: `postgres` (JSONB `->>`, `AT TIME ZONE`, `date_trunc`) or `sqlite` (JSON1's
+`json_extract`, and Django's own SQLite functions `django_datetime_trunc`/`django_datetime_cast_date`, which the
+SQLite backend registers on every connection, for local-time truncation).
+
+`execute()` runs the rendered statement in a read-only transaction with its own statement timeout
+(`QUERY_TIMEOUT_MS`): `SET TRANSACTION READ ONLY` and `SET LOCAL statement_timeout` on PostgreSQL; `PRAGMA
+query_only` and a progress handler that interrupts the statement on SQLite. The transaction (or the savepoint, when
+the caller is in one) is rolled back afterwards, so the settings never outlive the query.
+"""
+
+import datetime as dt
+import re
+import time
+from collections.abc import Sequence
+
+from django.conf import settings
+from django.db import DatabaseError, DataError, OperationalError, ProgrammingError, connection, transaction
+from sqlglot import exp
+
+from pipelines.models import Event
+from pipelines.query.errors import QueryError, QueryTimeout
+
+EVENTS = "events"  # the alias of the events table in every query
+QUERY_CANCELED = "57014"  # PostgreSQL's SQLSTATE for a statement stopped by statement_timeout
+NUMBER = r"^\s*-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?\s*$"
+SQLITE_PROGRESS_STEPS = 10_000  # virtual-machine instructions between two looks at the clock
+
+
+def dialect() -> str:
+    return "postgres" if connection.vendor == "postgresql" else "sqlite"
+
+
+def column(name: str) -> exp.Column:
+    """A column of the events table (`uuid`, `event`, `distinct_id`, `timestamp`, `properties`, `project_id`)."""
+    return exp.column(name, table=EVENTS)
+
+
+def string(value: str) -> exp.Literal:
+    return exp.Literal.string(value)
+
+
+def number(value: int | float) -> exp.Expression:
+    literal = exp.Literal.number(abs(value))
+    return exp.Neg(this=literal) if value < 0 else literal
+
+
+def project_events(project_id: int) -> tuple[exp.Table, exp.Expression]:
+    """The events table (aliased `events`) and the condition that keeps one project's rows: every query has both."""
+    table = exp.Table(
+        this=exp.to_identifier(Event._meta.db_table), alias=exp.TableAlias(this=exp.to_identifier(EVENTS))
+    )
+    return table, exp.EQ(this=column("project_id"), expression=number(int(project_id)))
+
+
+def timestamp(value: dt.datetime, engine: str) -> exp.Expression:
+    """A moment as the engine compares it with `events.timestamp`: timestamptz on PostgreSQL, the UTC text Django
+    stores on SQLite."""
+    utc = value.astimezone(dt.UTC)
+    if engine == "postgres":
+        return exp.cast(string(utc.isoformat()), "TIMESTAMPTZ")
+    return string(utc.strftime("%Y-%m-%d %H:%M:%S.%f").rstrip("0").rstrip("."))
+
+
+def _sqlite_path(keys: Sequence[str]) -> exp.Literal:
+    if any('"' in key for key in keys):
+        raise QueryError("Property names with a double quote cannot be read on this database.")
+    return string("$" + "".join(f'."{key}"' for key in keys))
+
+
+def _json(keys: Sequence[str]) -> exp.Expression:
+    """The JSON value at `keys` of the properties (PostgreSQL: jsonb)."""
+    node: exp.Expression = column("properties")
+    for key in keys:
+        node = exp.JSONExtract(this=node, expression=string(key))
+    return node
+
+
+def property_text(keys: Sequence[str], engine: str) -> exp.Expression:
+    """An event property as text, NULL when it is missing or JSON null; `true`/`false` for booleans on both engines."""
+    if engine == "postgres":
+        parent = _json(keys[:-1])
+        return exp.JSONExtractScalar(this=parent, expression=string(keys[-1]))
+    path = _sqlite_path(keys)
+    properties = column("properties")
+    value = exp.Anonymous(this="json_extract", expressions=[properties, path])
+    return exp.Case(
+        this=exp.Anonymous(this="json_type", expressions=[properties.copy(), path.copy()]),
+        ifs=[
+            exp.If(this=string("true"), true=string("true")),
+            exp.If(this=string("false"), true=string("false")),
+        ],
+        default=exp.cast(value, "TEXT"),
+    )
+
+
+def property_number(keys: Sequence[str], engine: str) -> exp.Expression:
+    """An event property as a number: a JSON number, or a string holding one; NULL otherwise."""
+    if engine == "postgres":
+        text = property_text(keys, engine)
+        kind = exp.Anonymous(this="jsonb_typeof", expressions=[_json(keys)])
+        as_number = exp.cast(text.copy(), "DOUBLE")
+        numeric_text = exp.RegexpLike(this=text.copy(), expression=string(NUMBER))
+        return exp.Case(
+            this=kind,
+            ifs=[
+                exp.If(this=string("number"), true=as_number),
+                exp.If(this=string("string"), true=exp.Case(ifs=[exp.If(this=numeric_text, true=as_number.copy())])),
+            ],
+        )
+    path = _sqlite_path(keys)
+    value = exp.Anonymous(this="json_extract", expressions=[column("properties"), path])
+    numeric_text = exp.RegexpLike(this=value.copy(), expression=string(NUMBER))
+    return exp.Case(
+        this=exp.Anonymous(this="json_type", expressions=[column("properties"), path.copy()]),
+        ifs=[
+            exp.If(this=string("integer"), true=value),
+            exp.If(this=string("real"), true=value.copy()),
+            exp.If(
+                this=string("text"),
+                true=exp.Case(ifs=[exp.If(this=numeric_text, true=exp.cast(value.copy(), "DOUBLE"))]),
+            ),
+        ],
+    )
+
+
+def start_of(unit: str, value: exp.Expression, tz: str, engine: str) -> exp.Expression:
+    """The local start of the hour, day, week (from Sunday) or month holding a moment, as a local date-time without
+    a zone (PostgreSQL: timestamp; SQLite: `YYYY-MM-DD HH:MM:SS` text)."""
+    if engine == "postgres":
+        local = exp.AtTimeZone(this=value, zone=string(tz))
+        if unit == "week":
+            day = exp.Interval(this=string("1"), unit=exp.var("DAY"))
+            shifted = exp.Add(this=local, expression=day)
+            return exp.Sub(this=exp.TimestampTrunc(this=shifted, unit=exp.var("WEEK")), expression=day.copy())
+        return exp.TimestampTrunc(this=local, unit=exp.var(unit.upper()))
+    if unit == "week":
+        day = _sqlite_trunc("day", value, tz)
+        weekday = exp.Anonymous(this="strftime", expressions=[string("%w"), day.copy()])
+        back = exp.DPipe(this=exp.DPipe(this=string("-"), expression=weekday), expression=string(" days"))
+        return exp.Anonymous(this="datetime", expressions=[day, back])
+    return _sqlite_trunc(unit, value, tz)
+
+
+def _sqlite_trunc(unit: str, value: exp.Expression, tz: str) -> exp.Expression:
+    return exp.Anonymous(this="django_datetime_trunc", expressions=[string(unit), value, string(tz), string("UTC")])
+
+
+def to_date(value: exp.Expression, tz: str, engine: str) -> exp.Expression:
+    """The local date of a moment."""
+    if engine == "postgres":
+        return exp.cast(exp.AtTimeZone(this=value, zone=string(tz)), "DATE")
+    return exp.Anonymous(this="django_datetime_cast_date", expressions=[value, string(tz), string("UTC")])
+
+
+def values_table(rows: list[tuple[exp.Expression, ...]], alias: str, columns: list[str], engine: str) -> exp.Expression:
+    """A table of literal rows, named `alias` with `columns`. SQLite names a VALUES list's columns column1, column2...
+    and takes no column list in an alias, so there it is selected from under its names."""
+    if engine == "postgres":
+        return exp.Values(
+            expressions=[exp.Tuple(expressions=list(row)) for row in rows],
+            alias=exp.TableAlias(this=exp.to_identifier(alias), columns=[exp.to_identifier(name) for name in columns]),
+        )
+    values = exp.Values(expressions=[exp.Tuple(expressions=list(row)) for row in rows])
+    select = exp.select(*(exp.column(f"column{index}").as_(name) for index, name in enumerate(columns, start=1))).from_(
+        exp.Subquery(this=values)
+    )
+    return exp.Subquery(this=select, alias=exp.TableAlias(this=exp.to_identifier(alias)))
+
+
+def render(tree: exp.Expression, engine: str) -> str:
+    return tree.sql(dialect=engine, identify=True)
+
+
+def execute(tree: exp.Expression) -> list[tuple]:
+    """Run a SELECT tree read-only within `QUERY_TIMEOUT_MS`; its rows. QueryTimeout past the timeout; QueryError when
+    the database refuses the statement (a type it cannot compare, a regular expression it cannot read)."""
+    engine = dialect()
+    sql = render(tree, engine)
+    timeout_ms = int(settings.QUERY_TIMEOUT_MS)
+    try:
+        with transaction.atomic():
+            with connection.cursor() as cursor:
+                if engine == "postgres":
+                    cursor.execute("SET TRANSACTION READ ONLY")
+                    cursor.execute(f"SET LOCAL statement_timeout = {timeout_ms}")
+                    cursor.execute(sql)
+                    rows = cursor.fetchall()
+                else:
+                    rows = _sqlite_execute(cursor, sql, timeout_ms)
+            transaction.set_rollback(True)  # nothing to keep; the read-only mode and the timeout end with it
+    except DatabaseError as error:
+        refusal = _query_error(error, engine)
+        if refusal is None:
+            raise
+        raise refusal from error
+    return rows
+
+
+def _sqlite_execute(cursor, sql: str, timeout_ms: int) -> list[tuple]:
+    raw = connection.connection
+    deadline = time.monotonic() + timeout_ms / 1000
+    cursor.execute("PRAGMA query_only = ON")
+    raw.set_progress_handler(lambda: time.monotonic() > deadline, SQLITE_PROGRESS_STEPS)
+    try:
+        cursor.execute(sql)
+        return cursor.fetchall()
+    finally:
+        raw.set_progress_handler(None, 0)
+        cursor.execute("PRAGMA query_only = OFF")
+
+
+def _query_error(error: DatabaseError, engine: str) -> QueryError | None:
+    """The 400 for a statement the database stopped or refused; None for a database in trouble (the API's 503)."""
+    cause = error.__cause__
+    if getattr(cause, "sqlstate", None) == QUERY_CANCELED or (engine == "sqlite" and "interrupted" in str(error)):
+        return QueryTimeout(
+            f"The query ran longer than {int(settings.QUERY_TIMEOUT_MS)} ms: narrow the date range or the filters."
+        )
+    if isinstance(error, DataError | ProgrammingError) or (engine == "sqlite" and isinstance(error, OperationalError)):
+        message = re.sub(r"\s+", " ", str(error).strip().splitlines()[0] if str(error).strip() else "")[:300]
+        return QueryError(f"The database could not run the query: {message}")
+    return None

@@ -1,0 +1,306 @@
+"""TrendsQuery: each series' events counted (or their users, or a property aggregated) per interval.
+
+The intervals are computed here, in the project's time zone (pipelines.query.dates), and enter the query as a table
+of literal rows `(idx, lo, hi)` joined to the events on `lo <= timestamp < hi`: the database groups by interval
+without knowing any time zone, and the same tree serves every engine. `weekly_active` and `monthly_active` use the
+same join with overlapping rows, each reaching back 7 or 30 days from the end of its interval.
+
+Medians and percentiles are PostgreSQL's `percentile_cont`; SQLite has no such aggregate, so there the values of
+each interval are fetched in order and interpolated the same way (linearly between the two nearest ranks) in Python.
+
+A breakdown first ranks the property's values by event count within the range; the first `breakdown_limit` (25 by
+default) get a series each, and the rest are counted together as `$$_posthog_breakdown_other_$$` (events without the
+property as `$$_posthog_breakdown_null_$$`).
+"""
+
+import datetime as dt
+import math
+from collections import defaultdict
+from itertools import accumulate
+from zoneinfo import ZoneInfo
+
+from sqlglot import exp
+
+from pipelines.models import Event
+from pipelines.query import dates
+from pipelines.query.errors import QueryError
+from pipelines.query.nodes import PROPERTY_MATHS, EventsNode, ParsedQuery, TrendsQuery
+from pipelines.query.properties import property_condition
+from pipelines.query.sql import (
+    column,
+    dialect,
+    execute,
+    number,
+    project_events,
+    property_number,
+    property_text,
+    string,
+    timestamp,
+    values_table,
+)
+
+BREAKDOWN_OTHER = "$$_posthog_breakdown_other_$$"
+BREAKDOWN_NULL = "$$_posthog_breakdown_null_$$"
+DEFAULT_BREAKDOWN_LIMIT = 25
+PERCENTILES = {"median": 0.5, "p90": 0.9, "p95": 0.95, "p99": 0.99}
+ACTIVE_WINDOW_DAYS = {"weekly_active": 7, "monthly_active": 30}
+# Displays that show one number per series over the whole range rather than a line: `aggregated_value`.
+AGGREGATED_DISPLAYS = frozenset({"BoldNumber", "ActionsPie", "ActionsBarValue", "ActionsTable", "WorldMap"})
+BUCKETS = "buckets"
+
+
+def run(parsed: ParsedQuery, *, project, now: dt.datetime) -> dict:
+    query: TrendsQuery = parsed.node
+    _check(parsed)
+    engine = dialect()
+    tz = ZoneInfo(project.time_zone)
+    date_range = query.dateRange
+    resolved = dates.resolve(
+        date_range.date_from if date_range else None,
+        date_range.date_to if date_range else None,
+        explicit=bool(date_range and date_range.explicitDate),
+        interval=query.interval,
+        tz=tz,
+        now=now,
+        earliest=lambda: (
+            Event.objects.filter(project=project).order_by("timestamp").values_list("timestamp", flat=True).first()
+        ),
+        attr=lambda key: parsed.attr("dateRange", key),
+    )
+    display = query.trendsFilter.display if query.trendsFilter else None
+    aggregated = display in AGGREGATED_DISPLAYS
+    if aggregated:
+        start = resolved.start.astimezone(tz)
+        buckets = [dates.Bucket(start=start, lo=resolved.start, hi=resolved.end, end=resolved.end)]
+    else:
+        buckets = resolved.buckets(attr=parsed.attr("interval"))
+    shared = [
+        property_condition(prop, engine, parsed.attr("properties", index))
+        for index, prop in enumerate(query.properties)
+    ]
+    trend = _Trend(query=query, project_id=project.pk, engine=engine, tz=tz, range=resolved, buckets=buckets)
+    results = []
+    for order, series in enumerate(query.series):
+        conditions = [
+            *shared,
+            *(
+                property_condition(prop, engine, parsed.attr("series", order, "properties", index))
+                for index, prop in enumerate(series.properties)
+            ),
+        ]
+        if series.event is not None:
+            conditions.append(exp.EQ(this=column("event"), expression=string(series.event)))
+        for entry in trend.series(series, order, conditions):
+            if aggregated:
+                entry["aggregated_value"] = entry["data"][0] if entry["data"] else 0
+                entry.update(data=[], labels=[], days=[], count=entry["aggregated_value"])
+            elif display == "ActionsLineGraphCumulative":
+                entry["data"] = list(accumulate(entry["data"]))
+            results.append(entry)
+    return {
+        "results": results,
+        "hasMore": False,
+        "resolved_date_range": {
+            "date_from": resolved.start.astimezone(tz).isoformat(),
+            "date_to": resolved.end.astimezone(tz).isoformat(),
+        },
+    }
+
+
+def _check(parsed: ParsedQuery) -> None:
+    query: TrendsQuery = parsed.node
+    if query.trendsFilter and query.trendsFilter.formula:
+        raise QueryError("Formulas are not supported.", attr=parsed.attr("trendsFilter", "formula"))
+    for index, series in enumerate(query.series):
+        if series.math in PROPERTY_MATHS and not series.math_property:
+            raise QueryError(
+                f"math {series.math!r} aggregates a property: name it in math_property.",
+                attr=parsed.attr("series", index, "math_property"),
+            )
+        if series.math_property and series.math not in PROPERTY_MATHS:
+            raise QueryError(
+                f"math {series.math!r} counts events or users and takes no math_property.",
+                attr=parsed.attr("series", index, "math_property"),
+            )
+
+
+class _Trend:
+    """One query's settings, shared by its series."""
+
+    def __init__(self, *, query: TrendsQuery, project_id: int, engine: str, tz: ZoneInfo, range, buckets):
+        self.query = query
+        self.engine = engine
+        self.tz = tz
+        self.range = range
+        self.buckets = buckets
+        self.table, self.project_filter = project_events(project_id)
+        breakdown = query.breakdownFilter
+        self.breakdown = breakdown.breakdown if breakdown else None
+        self.limit = (breakdown.breakdown_limit if breakdown else None) or DEFAULT_BREAKDOWN_LIMIT
+        self.hide_other = bool(breakdown and breakdown.breakdown_hide_other_aggregation)
+
+    def series(self, series: EventsNode, order: int, conditions: list[exp.Expression]) -> list[dict]:
+        window = ACTIVE_WINDOW_DAYS.get(series.math)
+        if self.breakdown is None:
+            values = self._values(series, conditions, window, breakdown=None)
+            return [self._entry(series, order, values.get(None, {}))]
+        breakdown = exp.Coalesce(
+            this=property_text([self.breakdown], self.engine), expressions=[string(BREAKDOWN_NULL)]
+        )
+        top, has_other = self._ranked(breakdown, conditions)
+        if not top:
+            return []
+        grouped = breakdown
+        if has_other:
+            grouped = exp.Case(
+                ifs=[exp.If(this=exp.In(this=breakdown, expressions=[string(v) for v in top]), true=breakdown.copy())],
+                default=string(BREAKDOWN_OTHER),
+            )
+        values = self._values(series, conditions, window, breakdown=grouped)
+        names = [*top, *([BREAKDOWN_OTHER] if has_other and not self.hide_other else [])]
+        return [self._entry(series, order, values.get(name, {}), breakdown_value=name) for name in names]
+
+    def _in_range(self, lo: dt.datetime, hi: dt.datetime) -> list[exp.Expression]:
+        ts = column("timestamp")
+        return [
+            self.project_filter.copy(),
+            exp.GTE(this=ts, expression=timestamp(lo, self.engine)),
+            exp.LT(this=ts.copy(), expression=timestamp(hi, self.engine)),
+        ]
+
+    def _ranked(self, breakdown: exp.Expression, conditions: list[exp.Expression]) -> tuple[list[str], bool]:
+        """The breakdown values with the most events in the range (ties by value), and whether there are more."""
+        count = exp.Count(this=exp.Star())
+        select = (
+            exp.select(breakdown.copy().as_("value"), count.as_("n"))
+            .from_(self.table.copy())
+            .where(exp.and_(*self._in_range(self.range.start, self.range.end), *(c.copy() for c in conditions)))
+            .group_by(breakdown.copy())
+            .order_by(exp.Ordered(this=count.copy(), desc=True), exp.Ordered(this=breakdown.copy()))
+            .limit(self.limit + 1)
+        )
+        rows = execute(select)
+        return [str(row[0]) for row in rows[: self.limit]], len(rows) > self.limit
+
+    def _bucket_rows(self, window: int | None) -> list[tuple[dt.datetime, dt.datetime]]:
+        if window is None:
+            return [(bucket.lo, bucket.hi) for bucket in self.buckets]
+        # The trailing window ends with the interval (or the range, for the last one) and reaches back on the local
+        # calendar, so that "the last 7 days" are 7 local days across a daylight-saving change.
+        return [
+            ((bucket.hi.astimezone(self.tz) - dt.timedelta(days=window)).astimezone(dt.UTC), bucket.hi)
+            for bucket in self.buckets
+        ]
+
+    def _values(self, series: EventsNode, conditions, window: int | None, *, breakdown) -> dict:
+        """{breakdown value (None without one): {interval index: value}}."""
+        ranges = self._bucket_rows(window)
+        rows = [
+            (number(index), timestamp(lo, self.engine), timestamp(hi, self.engine))
+            for index, (lo, hi) in enumerate(ranges)
+        ]
+        buckets = values_table(rows, BUCKETS, ["idx", "lo", "hi"], self.engine)
+        ts = column("timestamp")
+        on = exp.and_(
+            exp.GTE(this=ts, expression=exp.column("lo", table=BUCKETS)),
+            exp.LT(this=ts.copy(), expression=exp.column("hi", table=BUCKETS)),
+        )
+        idx = exp.column("idx", table=BUCKETS)
+        where = exp.and_(
+            *self._in_range(min(lo for lo, _ in ranges), max(hi for _, hi in ranges)), *(c.copy() for c in conditions)
+        )
+        keys = [idx, *([breakdown] if breakdown is not None else [])]
+        percentile = PERCENTILES.get(series.math)
+        if percentile is not None and self.engine != "postgres":
+            value = property_number([series.math_property], self.engine)
+            select = (
+                exp.select(*(key.copy() for key in keys), value.as_("value"))
+                .from_(self.table.copy())
+                .join(buckets, on=on)
+                .where(exp.and_(where, exp.Not(this=exp.Is(this=value.copy(), expression=exp.Null()))))
+                .order_by(*(key.copy() for key in keys), value.copy())
+            )
+            samples: dict = defaultdict(lambda: defaultdict(list))
+            for row in execute(select):
+                samples[row[1] if breakdown is not None else None][row[0]].append(row[-1])
+            return {
+                name: {index: _percentile_cont(values, percentile) for index, values in by_index.items()}
+                for name, by_index in samples.items()
+            }
+        select = (
+            exp.select(*(key.copy() for key in keys), self._aggregate(series).as_("value"))
+            .from_(self.table.copy())
+            .join(buckets, on=on)
+            .where(where)
+            .group_by(*(key.copy() for key in keys))
+        )
+        values: dict = defaultdict(dict)
+        for row in execute(select):
+            values[row[1] if breakdown is not None else None][row[0]] = row[-1]
+        return values
+
+    def _aggregate(self, series: EventsNode) -> exp.Expression:
+        math = series.math
+        if math == "total":
+            return exp.Count(this=exp.Star())
+        if math in ("dau", *ACTIVE_WINDOW_DAYS):
+            return exp.Count(this=exp.Distinct(expressions=[column("distinct_id")]))
+        value = property_number([series.math_property], self.engine)
+        if math in PERCENTILES:
+            return exp.WithinGroup(
+                this=exp.PercentileCont(this=exp.Literal.number(PERCENTILES[math])),
+                expression=exp.Order(expressions=[exp.Ordered(this=value)]),
+            )
+        return {"sum": exp.Sum, "avg": exp.Avg, "min": exp.Min, "max": exp.Max}[math](this=value)
+
+    def _entry(self, series: EventsNode, order: int, values: dict, breakdown_value: str | None = None) -> dict:
+        data = [_plain(values.get(index)) for index in range(len(self.buckets))]
+        name = series.event if series.event is not None else "All events"
+        entry = {
+            "label": name,
+            "count": _plain(sum(data)),
+            "data": data,
+            "labels": [_label(bucket.start, self.query.interval) for bucket in self.buckets],
+            "days": [_day(bucket.start, self.query.interval) for bucket in self.buckets],
+            "action": {
+                "id": series.event,
+                "type": "events",
+                "name": name,
+                "custom_name": series.custom_name,
+                "math": series.math,
+                "math_property": series.math_property,
+                "order": order,
+            },
+        }
+        if breakdown_value is not None:
+            shown = {BREAKDOWN_OTHER: "Other", BREAKDOWN_NULL: "None"}.get(breakdown_value, breakdown_value)
+            entry["label"] = f"{name} - {shown}"
+            entry["breakdown_value"] = breakdown_value
+        return entry
+
+
+def _plain(value) -> int | float:
+    """A count or an aggregate as JSON shows it: 0 for an empty interval, whole numbers without a fraction."""
+    if value is None:
+        return 0
+    value = float(value)
+    if not math.isfinite(value):
+        return 0
+    return int(value) if value.is_integer() else value
+
+
+def _percentile_cont(values: list, fraction: float) -> float:
+    """PostgreSQL's percentile_cont over sorted values: linear interpolation between the two nearest ranks."""
+    position = fraction * (len(values) - 1)
+    lower = math.floor(position)
+    upper = min(lower + 1, len(values) - 1)
+    return float(values[lower]) + (float(values[upper]) - float(values[lower])) * (position - lower)
+
+
+def _label(start: dt.datetime, interval: str) -> str:
+    text = f"{start.day}-{start:%b-%Y}"
+    return f"{text} {start:%H:%M}" if interval == "hour" else text
+
+
+def _day(start: dt.datetime, interval: str) -> str:
+    return f"{start:%Y-%m-%d %H:%M:%S}" if interval == "hour" else f"{start:%Y-%m-%d}"
