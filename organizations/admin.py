@@ -1,13 +1,13 @@
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
-from django.db import transaction
 from django.db.models import Count
 
 from organizations.models import Domain, Invite, Membership, Organization, Project
 from organizations.services import (
     domain_update,
+    domain_verification_lookup,
     domain_verify,
-    invite_send_email,
+    invites_resend,
     membership_delete,
     membership_update_level,
     organization_delete,
@@ -141,8 +141,22 @@ class InviteAdmin(RecordedModelAdmin):
     list_filter = ("level", "emailing_attempt_made", "created_at")
     search_fields = ("target_email", "organization__name", "id")
     raw_id_fields = ("organization", "created_by", "accepted_by")
-    readonly_fields = ("id", "created_at", "updated_at", "emailing_attempt_made", "emailing_error", "accepted_at")
+    readonly_fields = (
+        "id",
+        "created_at",
+        "updated_at",
+        "emailing_attempt_made",
+        "emailing_error",
+        "emailing_attempts",
+        "next_emailing_attempt_at",
+        "accepted_at",
+    )
     actions = ["resend"]
+    # The mail's bookkeeping: an attempt alone is not a change of the invite (what it did is, in the fields above).
+    activity_ignored_fields = RecordedModelAdmin.activity_ignored_fields | {
+        "emailing_attempts",
+        "next_emailing_attempt_at",
+    }
 
     @admin.display(boolean=True, description="expired")
     def is_expired(self, invite):
@@ -153,25 +167,35 @@ class InviteAdmin(RecordedModelAdmin):
 
     @admin.action(description="Resend the selected invites by email")
     def resend(self, request, queryset):
-        """Mail each selected pending invite again.
+        """Mail each selected pending invite again, with no transaction open or row locked while the mail server
+        works (organizations.services `invites_resend`).
 
         Each invite mailed is recorded as `resent`, even when its row ends up as it was: a mail sent to someone
         in the organization's name is a change outside the database that the organization's admins should be
         able to trace. A failed attempt mails nobody, so it is recorded (as `resent`, with the error) only when
         it changed the invite's emailing fields.
         """
-        sent = failed = 0
-        pending = queryset.filter(accepted_at__isnull=True).select_related("organization", "created_by")
-        with transaction.atomic():
-            for invite in pending.select_for_update(of=("self",)).order_by("pk"):
-                before = self.activity_state(invite)
-                mailed = invite_send_email(invite=invite)
-                sent, failed = sent + mailed, failed + (not mailed)
+        pending = list(queryset.filter(accepted_at__isnull=True).select_related("organization", "created_by"))
+        before = {invite.pk: self.activity_state(invite) for invite in pending}
+        results = invites_resend(actor=request.user, invites=pending)
+        for invite in pending:
+            if invite.pk in results:
                 after = self.activity_state(invite)
-                self.record_activity(request, invite, "resent", before=before, after=after, force=mailed)
+                self.record_activity(
+                    request, invite, "resent", before=before[invite.pk], after=after, force=results[invite.pk]
+                )
+        sent = sum(results.values())
+        failed = len(results) - sent
+        untried = len(pending) - len(results)
         self.message_user(request, f"Sent {sent} invite(s).", messages.SUCCESS)
         if failed:
             self.message_user(request, f"{failed} invite(s) could not be sent; see their email error.", messages.ERROR)
+        if untried:
+            self.message_user(
+                request,
+                f"{untried} invite(s) were not tried once the mail server failed; `send_pending_invites` retries them.",
+                messages.WARNING,
+            )
 
 
 @admin.register(Domain)
@@ -194,12 +218,19 @@ class DomainAdmin(RecordedModelAdmin):
 
     @admin.action(description="Verify the selected domains through DNS")
     def verify(self, request, queryset):
-        unverified = queryset.filter(verified_at__isnull=True)
-        total = unverified.count()
+        """Ask DNS for each selected unverified domain with no row locked, then apply the answers under the locks
+        (a domain renamed or verified in between keeps its state)."""
+        unverified = list(queryset.filter(verified_at__isnull=True))
+        total = len(unverified)
+        lookups = {domain.pk: domain_verification_lookup(domain=domain) for domain in unverified}
         verified = self.apply_to_each(
             request,
-            unverified,
-            lambda domain: domain if domain.is_verified else domain_verify(actor=request.user, domain=domain),
+            queryset.filter(pk__in=lookups),
+            lambda domain: (
+                domain
+                if domain.is_verified
+                else domain_verify(actor=request.user, domain=domain, lookup=lookups[domain.pk])
+            ),
         )
         self.message_user(
             request, f"Verified {verified} domain(s); {total - verified} still unverified.", messages.INFO

@@ -139,6 +139,11 @@ class Invite(models.Model):
 
     Accepting it creates the membership and marks the invite used (`accepted_at`); used invites are no
     longer listed, but are kept so that a second accept is refused with a clear message.
+
+    The invite is also its own outbox entry: while `next_emailing_attempt_at` is set, its mail is due at that
+    time (organizations.services `invites_send_email`). It is set in the transaction that creates the invite,
+    so a mail that a crash or a failing mail server kept from going out is still known, and is retried by
+    `manage.py send_pending_invites`; it is cleared once the mail server took the mail.
     """
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
@@ -154,6 +159,10 @@ class Invite(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
     emailing_attempt_made = models.BooleanField(default=False)
     emailing_error = models.TextField(blank=True, default="", help_text="Why the last attempt to mail it failed.")
+    emailing_attempts = models.PositiveSmallIntegerField(default=0, help_text="Attempts to mail it, begun.")
+    next_emailing_attempt_at = models.DateTimeField(
+        null=True, blank=True, help_text="When its mail is (next) due; empty once mailed, or when none is wanted."
+    )
     accepted_at = models.DateTimeField(null=True, blank=True)
     accepted_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -167,7 +176,13 @@ class Invite(models.Model):
                 fields=["organization", "-created_at", "id"],
                 condition=models.Q(accepted_at__isnull=True),
                 name="pending_invite_list_order",
-            )
+            ),
+            # The outbox: invites whose mail is due, soonest first (`send_pending_invites`).
+            models.Index(
+                fields=["next_emailing_attempt_at"],
+                condition=models.Q(next_emailing_attempt_at__isnull=False),
+                name="invite_emailing_due",
+            ),
         ]
         constraints = [
             # A new invite replaces the pending one for its email (under the organization's lock); this is the

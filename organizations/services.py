@@ -7,12 +7,16 @@ keeps at least one owner and one project, slugs stay unique, one pending invite 
 
 import logging
 import secrets
+import smtplib
+from dataclasses import dataclass
+from datetime import timedelta
+from functools import partial
 
 import dns.exception
 import dns.resolver
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.core.mail import send_mail
+from django.core.mail import EmailMessage, get_connection
 from django.db import IntegrityError, transaction
 from django.template.loader import render_to_string
 from django.utils import timezone
@@ -32,6 +36,7 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_PROJECT_NAME = "Default project"
 SLUG_ATTEMPTS = 5
+MAX_EMAILING_DELAY_SECONDS = 3600
 
 
 def unique_slug(name: str, *, random_suffix: bool = False) -> str:
@@ -213,7 +218,7 @@ def membership_delete(*, actor, membership: Membership) -> None:
 
 
 def invite_create(*, actor, organization: Organization, target_email: str, **fields) -> Invite:
-    """Create (or replace) an invite, then mail it."""
+    """Create (or replace) an invite; it is mailed once the write has committed."""
     return invites_bulk_create(
         actor=actor, organization=organization, invites=[{"target_email": target_email, **fields}]
     )[0]
@@ -221,10 +226,14 @@ def invite_create(*, actor, organization: Organization, target_email: str, **fie
 
 @transaction.atomic
 def invites_bulk_create(*, actor, organization: Organization, invites: list[dict]) -> list[Invite]:
-    """Save every invite or none, each replacing the earlier pending invite for its email, then mail each.
+    """Save every invite or none, each replacing the earlier pending invite for its email, then mail them once the
+    transaction has committed.
 
     The organization's row is locked first, so that parallel invites for one email leave exactly one pending
-    (a partial unique constraint is the last guard).
+    (a partial unique constraint is the last guard). The mail waits for the commit, so that a slow or silent mail
+    server never holds that lock and no one is mailed an invite that was rolled back. Each invite is saved as due
+    for mailing, in the same transaction: if the process stops before its mail went out, `send_pending_invites`
+    sends it.
     """
     _lock_organization(organization.pk)
     emails = [data["target_email"].lower() for data in invites]
@@ -243,16 +252,20 @@ def invites_bulk_create(*, actor, organization: Organization, invites: list[dict
                 }
             )
     organization.invites.filter(target_email__in=emails, accepted_at__isnull=True).delete()
+    now = timezone.now()
     saved = []
     for data in invites:
         invite = Invite(
-            organization=organization, created_by=actor, **{**data, "target_email": data["target_email"].lower()}
+            organization=organization,
+            created_by=actor,
+            next_emailing_attempt_at=now,
+            **{**data, "target_email": data["target_email"].lower()},
         )
         invite.full_clean()
         invite.save()
         saved.append(invite)
-    for invite in saved:
-        invite_send_email(invite=invite)
+    # Robust: a failure there (the database gone) must not turn a committed write into an error; the invites stay due.
+    transaction.on_commit(partial(invites_send_email, invites=saved), robust=True)
     return saved
 
 
@@ -260,8 +273,8 @@ def invite_accept_url(invite: Invite) -> str:
     return f"{settings.SITE_URL.rstrip('/')}/api/invites/{invite.id}/accept/"
 
 
-def invite_send_email(*, invite: Invite) -> bool:
-    """Mail the invite through Django's email framework. A failure is logged and recorded, never raised."""
+def invite_email(invite: Invite) -> EmailMessage:
+    """The invite's mail: who invites whom to which organization, and the link that accepts it."""
     context = {
         "invite": invite,
         "organization": invite.organization,
@@ -271,17 +284,124 @@ def invite_send_email(*, invite: Invite) -> bool:
     }
     subject = render_to_string("organizations/invite_email_subject.txt", context).strip()
     body = render_to_string("organizations/invite_email.txt", context)
-    try:
-        send_mail(subject, body, settings.DEFAULT_FROM_EMAIL, [invite.target_email], fail_silently=False)
-    except Exception as error:  # any backend failure (SMTP, DNS, TLS...) must not lose the invite
-        logger.warning("Could not mail invite %s to %s: %s", invite.id, invite.target_email, error)
-        invite.emailing_error = f"{type(error).__name__}: {error}"[:1000]
-        invite.save(update_fields=["emailing_error", "updated_at"])
-        return False
+    return EmailMessage(subject, body, settings.DEFAULT_FROM_EMAIL, [invite.target_email])
+
+
+def invite_emailing_delay(attempts: int) -> timedelta:
+    """How long after its `attempts`-th attempt an invite's mail is tried again: INVITE_EMAIL_RETRY_SECONDS, twice
+    as long after each further attempt, an hour at most."""
+    doublings = min(max(attempts - 1, 0), 12)  # past the cap for any base of a second or more
+    return timedelta(seconds=min(settings.INVITE_EMAIL_RETRY_SECONDS * 2**doublings, MAX_EMAILING_DELAY_SECONDS))
+
+
+def _invite_claim(invite: Invite) -> bool:
+    """Take a due invite for one attempt, with an update that only succeeds if no one else took it since it was read.
+
+    The attempt is counted before it starts, and the invite is due again when a failure would make it due: so an
+    attempt that never ends (the process stopped mid-send) is retried then, and one still running is not mailed
+    twice meanwhile.
+    """
+    now = timezone.now()
+    attempts = invite.emailing_attempts + 1
+    retry_at = now + invite_emailing_delay(attempts)
+    claimed = Invite.objects.filter(
+        pk=invite.pk, emailing_attempts=invite.emailing_attempts, next_emailing_attempt_at__lte=now
+    ).update(emailing_attempts=attempts, next_emailing_attempt_at=retry_at)
+    if claimed:
+        invite.emailing_attempts, invite.next_emailing_attempt_at = attempts, retry_at
+    return bool(claimed)
+
+
+def _invite_record_attempt(invite: Invite, error: Exception | None) -> None:
+    """Record how the claimed attempt ended, unless a later attempt has been claimed since (its result wins)."""
+    now = timezone.now()
     invite.emailing_attempt_made = True
-    invite.emailing_error = ""
-    invite.save(update_fields=["emailing_attempt_made", "emailing_error", "updated_at"])
-    return True
+    invite.emailing_error = "" if error is None else f"{type(error).__name__}: {error}"[:1000]
+    invite.next_emailing_attempt_at = None if error is None else now + invite_emailing_delay(invite.emailing_attempts)
+    invite.updated_at = now
+    Invite.objects.filter(pk=invite.pk, emailing_attempts=invite.emailing_attempts).update(
+        emailing_attempt_made=True,
+        emailing_error=invite.emailing_error,
+        next_emailing_attempt_at=invite.next_emailing_attempt_at,
+        updated_at=now,
+    )
+
+
+def invites_send_email(*, invites: list[Invite]) -> dict:
+    """Mail the invites that are due, over one connection to the mail server, and record each attempt on its invite
+    (and on the instances given). Returns {invite id: whether it was mailed} for the invites attempted.
+
+    Call it with no transaction open and no lock held: the mail server may take EMAIL_TIMEOUT seconds per step. An
+    invite that is not due (mailed already, or being mailed by another process) is left alone. A failure other than
+    a refused recipient ends the batch: the invites not tried yet stay due, so a mail server that does not answer
+    costs one timeout, not one per invite. Failures are logged and recorded, never raised.
+    """
+    results = {}
+    connection = get_connection(fail_silently=False)
+    try:
+        for invite in invites:
+            if not _invite_claim(invite):
+                continue
+            try:
+                connection.open()  # once: later messages reuse the session
+                connection.send_messages([invite_email(invite)])
+            except Exception as error:  # any backend failure (SMTP, DNS, TLS...) must not lose the invite
+                logger.warning("Could not mail invite %s to %s: %s", invite.id, invite.target_email, error)
+                _invite_record_attempt(invite, error)
+                results[invite.pk] = False
+                if not isinstance(error, smtplib.SMTPRecipientsRefused):
+                    break
+            else:
+                _invite_record_attempt(invite, None)
+                results[invite.pk] = True
+    finally:
+        try:
+            connection.close()
+        except Exception as error:  # the mails were taken or not already; a failed goodbye changes neither
+            logger.info("Closing the mail connection failed: %r", error)
+    return results
+
+
+def invites_resend(*, actor, invites: list[Invite]) -> dict:
+    """Mail the invites again, mailed before or not (admin's resend); returns `invites_send_email`'s results. Each is
+    made due first, so one that the mail server does not take now is retried like any other."""
+    now = timezone.now()
+    Invite.objects.filter(pk__in=[invite.pk for invite in invites]).update(next_emailing_attempt_at=now)
+    for invite in invites:
+        invite.next_emailing_attempt_at = now
+    return invites_send_email(invites=invites)
+
+
+@dataclass
+class MailingRun:
+    """What one `invites_send_due` did."""
+
+    mailed: int = 0
+    failed: int = 0
+
+
+def invites_send_due(*, batch_size: int = 100) -> MailingRun:
+    """Mail the pending, unexpired invites whose mail is due: never sent (the process stopped between the commit
+    and the mail) or failed and waited its delay. The run ends at the first batch with a failure: the mail server
+    is failing, and what it did not take waits for its delay or the next run."""
+    run = MailingRun()
+    while True:
+        now = timezone.now()
+        due = list(
+            Invite.objects.filter(
+                next_emailing_attempt_at__lte=now,
+                accepted_at__isnull=True,
+                created_at__gt=now - timedelta(days=settings.INVITE_EXPIRY_DAYS),
+            )
+            .select_related("organization", "created_by")
+            .order_by("next_emailing_attempt_at", "pk")[:batch_size]
+        )
+        results = invites_send_email(invites=due) if due else {}
+        mailed = sum(results.values())
+        run.mailed += mailed
+        run.failed += len(results) - mailed
+        if not results or mailed < len(results):
+            return run
 
 
 @transaction.atomic
@@ -360,19 +480,46 @@ def dns_txt_values(name: str) -> list[str]:
     return [b"".join(record.strings).decode("utf-8", "replace") for record in answer]
 
 
-def domain_verify(*, actor, domain: Domain) -> Domain:
-    """Look for the challenge in DNS. A match verifies the domain; anything else only records the attempt."""
+@dataclass(frozen=True)
+class DomainLookup:
+    """What DNS holds at a domain's challenge record, and the name and challenge it was asked for."""
+
+    domain: str
+    challenge: str
+    values: tuple[str, ...]
+
+
+def _refuse_verified(domain: Domain) -> None:
     if domain.is_verified:
         raise ValidationError("This domain is already verified.", code="already_verified")
+
+
+def domain_verification_lookup(*, domain: Domain) -> DomainLookup:
+    """Ask DNS for the record that proves the domain; a timeout or a failing nameserver is an empty answer.
+
+    It waits for DNS up to DOMAIN_VERIFICATION_TIMEOUT and touches no row: call it with no transaction open and no
+    lock held, then apply the answer with `domain_verify`.
+    """
+    _refuse_verified(domain)
     name = f"{settings.DOMAIN_VERIFICATION_PREFIX}.{domain.domain}"
     try:
         values = dns_txt_values(name)
     except dns.exception.DNSException as error:
         logger.info("DNS lookup of %s failed: %r", name, error)
         values = []
+    return DomainLookup(domain=domain.domain, challenge=domain.verification_challenge, values=tuple(values))
+
+
+def domain_verify(*, actor, domain: Domain, lookup: DomainLookup) -> Domain:
+    """Apply a lookup to the domain, read again under its lock. A match verifies the domain; anything else only
+    records the attempt. A lookup made before the domain was renamed says nothing about it now: it is discarded and
+    the domain is returned as it is."""
+    _refuse_verified(domain)
+    if (domain.domain, domain.verification_challenge) != (lookup.domain, lookup.challenge):
+        return domain
     now = timezone.now()
     domain.last_verification_attempt_at = now
-    if domain.verification_challenge in values:
+    if domain.verification_challenge in lookup.values:
         domain.verified_at = now
     domain.save(update_fields=["last_verification_attempt_at", "verified_at", "updated_at"])
     return domain

@@ -1,3 +1,4 @@
+from django.db import transaction
 from django.db.models import Prefetch
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import exceptions
@@ -21,6 +22,7 @@ from organizations.serializers import (
 from organizations.services import (
     domain_create,
     domain_update,
+    domain_verification_lookup,
     domain_verify,
     invite_accept,
     invite_create,
@@ -43,7 +45,9 @@ from organizations.tenancy import (
     visible_organizations,
     visible_projects,
 )
+from workspace.api.conditional import etag_for
 from workspace.api.viewsets import (
+    BaseViewSet,
     CreateMixin,
     DestroyMixin,
     ListMixin,
@@ -174,8 +178,34 @@ class InviteViewSet(OrganizationScopedViewSet, ListMixin, CreateMixin, DestroyMi
     def get_queryset(self):
         return self.organization.invites.filter(accepted_at__isnull=True).order_by("-created_at", "id")
 
+    def dispatch(self, request, *args, **kwargs):
+        """New invites are mailed as this request's transaction commits, outside every lock (see
+        `invites_bulk_create`): the answer is then read again, so that `emailing_attempt_made` and the ETag say
+        what the mailing did."""
+        self.created_invites = []
+        response = super().dispatch(request, *args, **kwargs)
+        if self.created_invites and response.status_code < 400:
+            self.represent_after_mailing(response)
+        return response
+
+    def represent_after_mailing(self, response) -> None:
+        fresh = self.read_queryset().in_bulk([invite.pk for invite in self.created_invites])
+        before = response.data if isinstance(response.data, list) else [response.data]
+        # An invite replaced or deleted since by another request keeps the answer it had.
+        after = [
+            self.represent(fresh[invite.pk]) if invite.pk in fresh else data
+            for invite, data in zip(self.created_invites, before, strict=True)
+        ]
+        if isinstance(response.data, list):
+            response.data = after
+        else:
+            response.data = after[0]
+            response["ETag"] = etag_for(response.data)
+
     def create_object(self, data):
-        return invite_create(actor=self.request.user, organization=self.organization, **data)
+        invite = invite_create(actor=self.request.user, organization=self.organization, **data)
+        self.created_invites.append(invite)
+        return invite
 
     @extend_schema(
         request=BulkInviteSerializer(),
@@ -195,10 +225,10 @@ class InviteViewSet(OrganizationScopedViewSet, ListMixin, CreateMixin, DestroyMi
         serializer = BulkInviteSerializer(data=[request.data] if single else request.data)
         serializer.is_valid(raise_exception=True)
         self.check_input_permissions(serializer.validated_data)
-        invites = invites_bulk_create(
+        self.created_invites = invites_bulk_create(
             actor=request.user, organization=self.organization, invites=serializer.validated_data
         )
-        data = [self.record_created(invite) for invite in invites]
+        data = [self.record_created(invite) for invite in self.created_invites]
         return self.object_response(data=data[0]) if single else Response(data)
 
 
@@ -219,10 +249,27 @@ class DomainViewSet(OrganizationScopedViewSet, ListMixin, CreateMixin, RetrieveM
     def update_object(self, instance, changes):
         return domain_update(actor=self.request.user, instance=instance, **changes)
 
+    def dispatch(self, request, *args, **kwargs):
+        """`verify` waits for DNS (up to DOMAIN_VERIFICATION_TIMEOUT), so it does not run in the transaction every
+        other write runs in, which would hold the domain's lock (and on SQLite the database's write lock) all along:
+        it asks DNS first, then applies the answer in a transaction of its own, as short as any write's."""
+        if self.action_map.get(request.method.lower()) == "verify":
+            return super(BaseViewSet, self).dispatch(request, *args, **kwargs)
+        return super().dispatch(request, *args, **kwargs)
+
+    @property
+    def is_write(self) -> bool:
+        # A read made with no transaction open (verify's, before DNS) could not keep a lock: it takes none.
+        return super().is_write and transaction.get_connection().in_atomic_block
+
     @extend_schema(request=None, responses={200: DomainSerializer})
     @action(detail=True, methods=["post"], required_scopes=["organization:write"])
     def verify(self, request, *args, **kwargs):
-        return self.write_object(self.get_object(), lambda domain: domain_verify(actor=request.user, domain=domain))
+        lookup = domain_verification_lookup(domain=self.get_object())
+        with transaction.atomic():
+            return self.write_object(
+                self.get_object(), lambda domain: domain_verify(actor=request.user, domain=domain, lookup=lookup)
+            )
 
 
 class ActivityViewSet(OrganizationScopedViewSet, ListMixin):

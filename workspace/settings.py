@@ -277,6 +277,9 @@ QUERY_TIMEOUT_MS = env_int("QUERY_TIMEOUT_MS", 10_000)
 
 # Organization invites expire after this many days.
 INVITE_EXPIRY_DAYS = env_int("INVITE_EXPIRY_DAYS", 3)
+# An invite whose mail failed, or was cut short, is mailed again by `manage.py send_pending_invites` this many seconds
+# later, twice as long after each further attempt (an hour at most), until the invite expires.
+INVITE_EMAIL_RETRY_SECONDS = env_int("INVITE_EMAIL_RETRY_SECONDS", 60)
 
 # Domain verification: TXT records at "<prefix>.<domain>".
 DOMAIN_VERIFICATION_PREFIX = os.environ.get("DOMAIN_VERIFICATION_PREFIX", "_workspace-challenge")

@@ -19,7 +19,8 @@ def dave(db):
     return UserFactory(email="dave@example.com")
 
 
-def test_invite_mail_accept_end_to_end(key_client, organization, project, alice, dave, mailoutbox):
+def test_invite_mail_accept_end_to_end(key_client, organization, project, alice, dave, mailoutbox, transactional_db):
+    # Committed writes: the invite is mailed once its transaction commits.
     created = key_client("organization_member:write").post(
         f"/api/organizations/{organization.id}/invites/", {"target_email": "Dave@example.com", "level": 8}
     )

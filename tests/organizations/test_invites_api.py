@@ -26,7 +26,12 @@ def iso(value) -> str:
 
 
 class TestInviteCreate:
-    def test_creates_the_invite_and_mails_it_once(self, key_client, organization, alice, mailoutbox, settings):
+    # Tests that look at the mail commit their writes (`transactional_db`): an invite is mailed once its write has
+    # committed, and the answer is read after that.
+
+    def test_creates_the_invite_and_mails_it_once(
+        self, key_client, organization, alice, mailoutbox, settings, transactional_db
+    ):
         settings.SITE_URL = "https://workspace.example.com"
         response = key_client("organization_member:write").post(
             invites_url(organization),
@@ -142,7 +147,7 @@ class TestInviteCreate:
         assert Invite.objects.filter(pk=elsewhere.pk).exists()
 
     def test_a_failed_send_keeps_the_invite_and_records_the_failure(
-        self, key_client, organization, alice, settings, caplog
+        self, key_client, organization, alice, settings, caplog, transactional_db
     ):
         settings.EMAIL_BACKEND = "tests.organizations.test_invites_api.FailingEmailBackend"
         with caplog.at_level(logging.WARNING, logger="organizations.services"):
@@ -150,10 +155,23 @@ class TestInviteCreate:
                 invites_url(organization), {"target_email": "d@x.io"}
             )
         assert response.status_code == 201
-        assert response.json()["emailing_attempt_made"] is False
+        # An attempt was made; it failed, so the invite stays due for `send_pending_invites`.
+        assert response.json()["emailing_attempt_made"] is True
         invite = Invite.objects.get()
         assert "SMTP server unreachable" in invite.emailing_error
+        assert invite.next_emailing_attempt_at > timezone.now()
         assert "Could not mail invite" in caplog.text
+
+    def test_the_answer_is_read_after_the_mail_so_its_etag_is_current(
+        self, key_client, organization, alice, mailoutbox, transactional_db
+    ):
+        client = key_client("organization_member:write")
+        created = client.post(invites_url(organization), {"target_email": "d@x.io"})
+        assert created.json()["emailing_attempt_made"] is True
+        listed = key_client("organization_member:read").get(invites_url(organization)).json()["results"]
+        assert listed == [created.json()]
+        deleted = client.delete(invites_url(organization, f"{created.json()['id']}/"), HTTP_IF_MATCH=created["ETag"])
+        assert deleted.status_code == 204
 
     def test_creation_is_recorded_in_the_activity_log(self, key_client, organization, alice):
         response = key_client("organization_member:write").post(invites_url(organization), {"target_email": "d@x.io"})
@@ -219,7 +237,9 @@ class TestInviteDelete:
 
 
 class TestBulkInvites:
-    def test_an_array_gives_an_array_and_mails_each(self, key_client, organization, alice, mailoutbox):
+    def test_an_array_gives_an_array_and_mails_each(
+        self, key_client, organization, alice, mailoutbox, transactional_db
+    ):
         body = [{"target_email": "a@x.io", "level": ADMIN}, {"target_email": "b@x.io", "first_name": "B"}]
         response = key_client("organization_member:write").post(invites_url(organization, "bulk/"), body)
         assert response.status_code == 200
@@ -228,7 +248,7 @@ class TestBulkInvites:
         assert sorted(mail.to[0] for mail in mailoutbox) == ["a@x.io", "b@x.io"]
         assert organization.invites.count() == 2
 
-    def test_an_object_gives_an_object(self, key_client, organization, alice, mailoutbox):
+    def test_an_object_gives_an_object(self, key_client, organization, alice, mailoutbox, transactional_db):
         response = key_client("organization_member:write").post(
             invites_url(organization, "bulk"), {"target_email": "a@x.io"}
         )
