@@ -239,8 +239,12 @@ def new_access_token() -> str:
 
 class SharingConfigurationQuerySet(models.QuerySet):
     def live(self) -> "SharingConfigurationQuerySet":
-        """Configurations whose page is up: sharing on and not expired."""
-        return self.filter(Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now()), enabled=True)
+        """Configurations whose page is up: sharing on, not expired, and allowed by the organization."""
+        return self.filter(
+            Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now()),
+            enabled=True,
+            dashboard__project__organization__allow_publicly_shared_resources=True,
+        )
 
 
 class SharingConfiguration(models.Model):
@@ -251,6 +255,11 @@ class SharingConfiguration(models.Model):
     enabled = models.BooleanField(default=False)
     access_token = models.CharField(max_length=64, unique=True, default=new_access_token, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
+    # Who last turned sharing on, and when: what a review of an organization's public links asks first.
+    enabled_at = models.DateTimeField(null=True, blank=True)
+    enabled_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     expires_at = models.DateTimeField(null=True, blank=True, help_text="Past it the page is gone; empty: never.")
     password_required = models.BooleanField(default=False, help_text="The page asks for one of the passwords.")
 

@@ -73,6 +73,17 @@ class CanEditSharedDashboard(BasePermission):
         return can_edit(view.dashboard, request.user, view.membership_level)
 
 
+class OrganizationAllowsPublicSharing(BasePermission):
+    """Turning a public link on needs the organization to allow public pages (`allow_publicly_shared_resources`)."""
+
+    message = "Public sharing is turned off for this organization (allow_publicly_shared_resources)."
+
+    def has_input_permission(self, request, view, data, configuration) -> bool:
+        if not data.get("enabled") or (configuration is not None and configuration.enabled):
+            return True
+        return view.project.organization.allow_publicly_shared_resources
+
+
 def requested_dashboard_ids(request) -> list[int]:
     """The dashboard ids a write names in `dashboards`, read exactly as InsightSerializer reads them; none when the
     body names none or they will not validate (the serializer then answers 400).

@@ -488,6 +488,36 @@ class LiveEnabledField(StrictBooleanField):
         return configuration.is_live
 
 
+class SharedDashboardSerializer(ModelSerializer):
+    class Meta:
+        model = Dashboard
+        fields = ["id", "name", "project_id"]
+        read_only_fields = fields
+
+
+class SharedLinkSerializer(ModelSerializer):
+    """An enabled public link of an organization's dashboard, for review: which dashboard, who turned it on and
+    when, until when, and whether it asks for a password."""
+
+    dashboard = SharedDashboardSerializer(read_only=True)
+    enabled_by = UserBasicSerializer(read_only=True, allow_null=True)
+    is_live = StrictBooleanField(read_only=True, help_text="False once expires_at has passed.")
+
+    class Meta:
+        model = SharingConfiguration
+        fields = [
+            "dashboard",
+            "access_token",
+            "created_at",
+            "enabled_at",
+            "enabled_by",
+            "expires_at",
+            "password_required",
+            "is_live",
+        ]
+        read_only_fields = fields
+
+
 class SharingConfigurationSerializer(ModelSerializer):
     """A dashboard's public link: on or off, until when, and whether it asks for one of its passwords."""
 

@@ -521,6 +521,8 @@ def sharing_configuration_get_or_create(*, actor, dashboard: Dashboard) -> tuple
 def sharing_configuration_update(*, actor, configuration: SharingConfiguration, **fields) -> SharingConfiguration:
     """Turn public sharing on or off, set when it ends or whether it asks for a password; the token stays the
     same."""
+    if fields.get("enabled") and not configuration.enabled:
+        fields = {**fields, "enabled_at": timezone.now(), "enabled_by": actor}
     for name, value in fields.items():
         setattr(configuration, name, value)
     full_clean_changed(configuration, fields)

@@ -1,6 +1,7 @@
 from functools import cached_property
 
 from django.db import transaction
+from django.db.models import F
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import exceptions, status
@@ -14,6 +15,7 @@ from dashboards.permissions import (
     CanEditInsight,
     CanEditSharedDashboard,
     CanManageCollaborators,
+    OrganizationAllowsPublicSharing,
     requested_dashboard_ids,
 )
 from dashboards.selectors import dashboard_versions, state_after, template_document
@@ -30,6 +32,7 @@ from dashboards.serializers import (
     NewSharingPasswordSerializer,
     ReorderTilesSerializer,
     RevertToVersionSerializer,
+    SharedLinkSerializer,
     SharingConfigurationSerializer,
     SharingPasswordSerializer,
     TemplateJSONSerializer,
@@ -51,7 +54,8 @@ from dashboards.services import (
     sharing_password_create,
     sharing_password_delete,
 )
-from organizations.tenancy import ProjectScopedViewSet
+from organizations.models import Membership
+from organizations.tenancy import OrganizationScopedViewSet, ProjectScopedViewSet
 from workspace.api.viewsets import CreateMixin, DestroyMixin, ListMixin, RetrieveMixin, UpdateMixin
 from workspace.services import secret_mask
 
@@ -336,7 +340,11 @@ class DashboardSharingViewSet(DashboardScopedMixin, ProjectScopedViewSet, Update
     activity_scope = "SharingConfiguration"
     queryset = SharingConfiguration.objects.none()
     serializer_class = SharingConfigurationSerializer
-    permission_classes = [*ProjectScopedViewSet.permission_classes, CanEditSharedDashboard]
+    permission_classes = [
+        *ProjectScopedViewSet.permission_classes,
+        CanEditSharedDashboard,
+        OrganizationAllowsPublicSharing,
+    ]
     lookup_field = lookup_url_kwarg = "dashboard_id"
     # The first read creates the configuration, so reads run in a transaction like writes.
     writes_on_read = True
@@ -381,6 +389,21 @@ class DashboardSharingViewSet(DashboardScopedMixin, ProjectScopedViewSet, Update
             self.get_object(),
             lambda configuration: sharing_configuration_refresh(actor=request.user, configuration=configuration),
         )
+
+
+class OrganizationSharedLinkViewSet(OrganizationScopedViewSet, ListMixin):
+    # /api/organizations/{organization_id}/shared_links/: every enabled public link of the organization's dashboards,
+    # most recently enabled first, for its admins to review
+    scope_object = "sharing_configuration"
+    queryset = SharingConfiguration.objects.none()
+    serializer_class = SharedLinkSerializer
+    required_level = {"list": Membership.Level.ADMIN}
+
+    def get_queryset(self):
+        links = SharingConfiguration.objects.filter(
+            enabled=True, dashboard__deleted=False, dashboard__project__organization=self.organization
+        )
+        return links.order_by(F("enabled_at").desc(nulls_last=True), "-created_at", "pk")
 
 
 PASSWORD_ID = OpenApiParameter("id", OpenApiTypes.UUID, OpenApiParameter.PATH, description="The password's id.")

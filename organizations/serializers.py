@@ -55,6 +55,7 @@ class OrganizationSerializer(ModelSerializer):
             "customer_id",
             "enforce_2fa",
             "member_count",
+            "allow_publicly_shared_resources",
         ]
         read_only_fields = [
             "id",

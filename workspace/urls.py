@@ -9,6 +9,7 @@ from workspace.views import DocsView, RedocView, api_not_found, landing_page
 organization_routes = [
     path("", include("organizations.nested_urls")),
     path("", include("pipelines.urls")),
+    path("", include("dashboards.organization_urls")),
 ]
 project_routes = [
     path("", include("dashboards.urls")),

@@ -96,6 +96,7 @@ ROUTES = [
         "sharing_configuration:write",
         204,
     ),
+    Route("GET", "/api/organizations/{organization_id}/shared_links/", "sharing_configuration:read", 200),
     Route("GET", f"{INSIGHTS}/", "insight:read", 200),
     Route("POST", f"{INSIGHTS}/", "insight:write", 201, {"name": "New insight", "query": {"kind": "TrendsQuery"}}),
     Route("GET", f"{INSIGHTS}/{{insight_id}}/", "insight:read", 200),

@@ -36,6 +36,7 @@ def expected_organization(organization, project, *, level=15, member_count="1") 
         "customer_id": None,
         "enforce_2fa": None,
         "member_count": member_count,
+        "allow_publicly_shared_resources": True,
     }
 
 
