@@ -933,7 +933,7 @@ def write_floor(project_id: int, bodies: list[dict], *, writers: int) -> float:
 
     from pipelines.models import Event
 
-    created_at = dt.datetime.now(dt.UTC)
+    inserted_at = dt.datetime.now(dt.UTC)
     batches = [
         [
             (
@@ -943,13 +943,13 @@ def write_floor(project_id: int, bodies: list[dict], *, writers: int) -> float:
                 event["distinct_id"],
                 json.dumps(event["properties"], separators=(",", ":")),
                 dt.datetime.fromisoformat(event["timestamp"]),
-                created_at,
+                inserted_at,
             )
             for event in body["batch"]
         ]
         for body in bodies
     ]
-    columns = '(uuid, project_id, event, distinct_id, properties, "timestamp", created_at)'
+    columns = '(uuid, project_id, event, distinct_id, properties, "timestamp", inserted_at)'
     first_id = Event.objects.order_by("-id").values_list("id", flat=True).first() or 0
 
     def write(rows) -> None:

@@ -396,7 +396,7 @@ def seed_events(project_id: int, count: int) -> None:
         cursor.execute(
             f"""
             INSERT INTO {Event._meta.db_table}
-                (uuid, project_id, event, distinct_id, properties, "timestamp", created_at)
+                (uuid, project_id, event, distinct_id, properties, "timestamp", inserted_at)
             SELECT gen_random_uuid(), %(project)s,
                    CASE WHEN i %% 10 = 0 THEN 'signed up' WHEN i %% 3 = 0 THEN '$autocapture' ELSE '$pageview' END,
                    'user-' || (i %% 5000),

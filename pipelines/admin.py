@@ -15,6 +15,7 @@ from pipelines.destinations import SECRET_KEYS
 from pipelines.models import (
     BatchExport,
     BatchExportBackfill,
+    BatchExportNotification,
     BatchExportRun,
     BatchExportRunLog,
     Event,
@@ -77,6 +78,26 @@ class BatchExportRunInline(RecordedInlineMixin, admin.TabularInline):
         return export_context(obj.batch_export)
 
 
+class BatchExportNotificationInline(RecordedInlineMixin, admin.TabularInline):
+    """The export's notifications and how each delivery went; written by the workers, never by hand."""
+
+    model = BatchExportNotification
+    extra = 0
+    fields = ("created_at", "event", "run", "webhook_status", "email_status", "last_attempt_at", "attempts")
+    readonly_fields = fields
+    ordering = ("-created_at", "id")
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def activity_context(self, obj) -> dict:
+        return export_context(obj.batch_export)
+
+
 # What the change form shows in place of each stored secret of a destination config.
 SECRET_PLACEHOLDER = "(stored secret: leave this text to keep it)"
 
@@ -112,14 +133,35 @@ class BatchExportForm(forms.ModelForm):
 @admin.register(BatchExport)
 class BatchExportAdmin(RecordedModelAdmin):
     form = BatchExportForm
-    list_display = ("name", "destination_type", "interval", "paused", "project", "organization", "created_at")
+    list_display = (
+        "name",
+        "destination_type",
+        "interval",
+        "paused",
+        "paused_reason",
+        "project",
+        "organization",
+        "created_at",
+    )
     list_select_related = ("project__organization",)
-    list_filter = ("destination_type", "interval", "paused")
+    list_filter = ("destination_type", "interval", "paused", "paused_reason")
     search_fields = ("name", "id", "project__name", "project__organization__name")
     raw_id_fields = ("project",)
-    readonly_fields = ("id", "created_at", "last_updated_at", "temporal_schedule", "temporal_workflows")
-    inlines = [BatchExportRunInline]
+    # The webhook's secret is never shown: it is shown once, when a webhook is first set (`save_model`).
+    exclude = ("notifications_secrets",)
+    readonly_fields = (
+        "id",
+        "created_at",
+        "last_updated_at",
+        "paused_reason",
+        "failing_since",
+        "notifications_emailed_at",
+        "temporal_schedule",
+        "temporal_workflows",
+    )
+    inlines = [BatchExportRunInline, BatchExportNotificationInline]
     actions = ["pause", "unpause"]
+    activity_secret_fields = frozenset({"notifications_secrets"})
 
     @admin.display(description="Temporal schedule")
     def temporal_schedule(self, batch_export):
@@ -147,10 +189,23 @@ class BatchExportAdmin(RecordedModelAdmin):
     def create_object(self, request, obj, form):
         # Through the service, so that the export's schedule is created once the transaction commits.
         fields = {name: value for name, value in form.cleaned_data.items() if name != "project"}
-        return batch_export_create(actor=request.user, project=form.cleaned_data["project"], **fields)
+        export = batch_export_create(actor=request.user, project=form.cleaned_data["project"], **fields)
+        self.show_webhook_secret(request, export)
+        return export
 
     def update_object(self, request, obj, changes):
-        return batch_export_update(actor=request.user, batch_export=obj, **changes)
+        export = batch_export_update(actor=request.user, batch_export=obj, **changes)
+        self.show_webhook_secret(request, export)
+        return export
+
+    def get_inlines(self, request, obj):
+        # A new export has no notifications yet: the add form carries no formset of them.
+        return self.inlines if obj is not None else [BatchExportRunInline]
+
+    def show_webhook_secret(self, request, export: BatchExport) -> None:
+        if export.new_webhook_secret:
+            message = f"The webhook's signing secret, shown this once: {export.new_webhook_secret}"
+            self.message_user(request, message, messages.WARNING)
 
     def delete_object(self, request, obj):
         # Through the service, so that the export's schedule is deleted once the transaction commits.
@@ -391,7 +446,7 @@ class EventAdmin(RecordedModelAdmin):
     show_full_result_count = False
     show_facets = admin.ShowFacets.NEVER
     paginator = CappedCountPaginator
-    fields = ("uuid", "project", "event", "distinct_id", "timestamp", "created_at", "properties_pretty")
+    fields = ("uuid", "project", "event", "distinct_id", "timestamp", "inserted_at", "properties_pretty")
     readonly_fields = fields
 
     @admin.display(description="properties")

@@ -35,6 +35,10 @@ class BatchExport(models.Model):
         HTTP = "HTTP", "Http"
         NOOP = "NoOp", "Noop"
 
+    class PausedReason(models.TextChoices):
+        MANUAL = "manual"  # by a person, through the API or admin
+        FAILURES = "failures"  # by the service, after BATCH_EXPORT_AUTO_PAUSE_AFTER failed runs in a row
+
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     project = models.ForeignKey("organizations.Project", on_delete=models.CASCADE, related_name="batch_exports")
     name = models.CharField(max_length=200)
@@ -43,6 +47,8 @@ class BatchExport(models.Model):
     destination_config = EncryptedSecretsJSONField(default=dict, blank=True)
     interval = models.CharField(max_length=64, choices=Interval.choices)
     paused = models.BooleanField(default=False)
+    # Why the export is paused; null exactly when it is not.
+    paused_reason = models.CharField(max_length=32, choices=PausedReason.choices, null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     last_updated_at = models.DateTimeField(auto_now=True)
     last_paused_at = models.DateTimeField(null=True, blank=True)
@@ -50,6 +56,15 @@ class BatchExport(models.Model):
     end_at = models.DateTimeField(null=True, blank=True)
     hogql_query = models.TextField(blank=True, default="")
     schema = models.JSONField(null=True, blank=True)
+    # Who hears of failures (pipelines.notifications): a webhook, signed with the secret kept sealed here as
+    # `{"secret": ...}` (pipelines.secrets), and mail to the organization's admins, at most once a day.
+    notifications_webhook_url = models.CharField(max_length=2000, null=True, blank=True)
+    notifications_email = models.BooleanField(default=False)
+    notifications_secrets = EncryptedSecretsJSONField(default=dict, blank=True)
+    notifications_emailed_at = models.DateTimeField(null=True, blank=True)
+    # When the first of the failed runs since the last completed one ended; null while runs complete. The next
+    # completed run is a recovery.
+    failing_since = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "id"]
@@ -137,6 +152,10 @@ class BatchExportRun(models.Model):
         RUNNING = "Running"
         STARTING = "Starting"
 
+    class SelectedBy(models.TextChoices):
+        TIMESTAMP = "timestamp", "event time"
+        INSERTED_AT = "inserted_at", "time received"
+
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     batch_export = models.ForeignKey(BatchExport, on_delete=models.CASCADE, related_name="runs")
     backfill = models.ForeignKey(
@@ -156,6 +175,9 @@ class BatchExportRun(models.Model):
     # The Temporal workflow that executes the run (`pipelines.temporal`): named when the run is created by a backfill
     # or a retry, or by the schedule's workflow that creates the run.
     workflow_id = models.CharField(max_length=200, blank=True, default="")
+    # Which time of an event the interval applies to: a schedule's run exports the events received in it, a
+    # backfill's the events that happened in it; a retry selects as the run it retries.
+    selected_by = models.CharField(max_length=16, choices=SelectedBy.choices, default=SelectedBy.TIMESTAMP)
 
     # Newest first; runs created together (a backfill) order by their interval, latest first.
     NEWEST_FIRST = ("-created_at", "-data_interval_end", "-id")
@@ -164,7 +186,9 @@ class BatchExportRun(models.Model):
         ordering = ["-created_at", "-data_interval_end", "-id"]
         # An export's runs newest first (its runs list, and the latest runs each export shows), read off the index.
         indexes = [
-            models.Index(fields=["batch_export", "-created_at", "-data_interval_end", "-id"], name="run_list_order")
+            models.Index(fields=["batch_export", "-created_at", "-data_interval_end", "-id"], name="run_list_order"),
+            # An export's runs newest first by interval: the failed runs in a row that pause an export.
+            models.Index(fields=["batch_export", "-data_interval_end", "-created_at"], name="run_interval_order"),
         ]
 
     # A run in one of these may still change: it can be cancelled.
@@ -172,6 +196,48 @@ class BatchExportRun(models.Model):
 
     def __str__(self) -> str:
         return f"{self.status} {self.data_interval_start:%Y-%m-%d %H:%M}"
+
+
+class BatchExportNotification(models.Model):
+    """The outbox of an export's notifications (DECISIONS.md §17): one event (a run failed, the export paused itself,
+    a run completed after failures) to tell its webhook and its admins' mailboxes.
+
+    Written in the transaction that records the run's end, so that a notification exists exactly when the end does;
+    delivered after that commit, outside any transaction (`pipelines.notifications`). Each channel has its status
+    (null: not this channel), and `attempts` keeps every try with its outcome.
+    """
+
+    class Event(models.TextChoices):
+        RUN_FAILED = "run_failed"
+        PAUSED = "paused"
+        RECOVERED = "recovered"
+
+    class Delivery(models.TextChoices):
+        PENDING = "pending"
+        DELIVERED = "delivered"
+        FAILED = "failed"  # for good: refused, or still failing after the last attempt
+        SKIPPED = "skipped"  # nobody to send it to any more
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    batch_export = models.ForeignKey(BatchExport, on_delete=models.CASCADE, related_name="notifications")
+    run = models.ForeignKey(
+        BatchExportRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="notifications"
+    )
+    event = models.CharField(max_length=32, choices=Event.choices)
+    # The JSON document POSTed to the webhook, exactly as signed.
+    body = models.TextField()
+    webhook_status = models.CharField(max_length=16, choices=Delivery.choices, null=True, blank=True)
+    email_status = models.CharField(max_length=16, choices=Delivery.choices, null=True, blank=True)
+    attempts = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    last_attempt_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "id"]
+        indexes = [models.Index(fields=["batch_export", "-created_at"], name="notification_list_order")]
+
+    def __str__(self) -> str:
+        return f"{self.event} {self.created_at:%Y-%m-%d %H:%M}"
 
 
 class BatchExportRunLog(models.Model):
@@ -285,7 +351,12 @@ class PluginConfig(models.Model):
 
 class Event(models.Model):
     """One event a project sent through the capture endpoints (DECISIONS.md §13): what happened (`event`), to whom
-    (`distinct_id`), when (`timestamp`, as the sender gave it) and its `properties`.
+    (`distinct_id`), when (`timestamp`, as the sender gave it), its `properties`, and when the service received it
+    (`inserted_at`, the database's clock at the statement that stored it; never the sender's word).
+
+    A scheduled export run takes the events received in its interval (`inserted_at`), so an event that arrives
+    after its interval was exported goes out with a later run; a backfill takes the events of its interval's
+    `timestamp` (DECISIONS.md §17, "No event lost to lateness").
 
     On PostgreSQL the table is partitioned by month of `timestamp` (declarative RANGE partitioning, created by
     migration 0002 and kept by `pipelines.partitions`); on SQLite it is one plain table. `uuid` is the sender's id
@@ -305,12 +376,16 @@ class Event(models.Model):
     distinct_id = models.CharField(max_length=200)
     properties = models.JSONField(default=dict)
     timestamp = models.DateTimeField()
-    created_at = models.DateTimeField(default=timezone.now)
+    inserted_at = models.DateTimeField(default=timezone.now)
 
     NEWEST_FIRST = ("-timestamp", "-id")
 
     class Meta:
-        indexes = [models.Index(fields=["project", "-timestamp", "-id"], name="event_project_time")]
+        indexes = [
+            models.Index(fields=["project", "-timestamp", "-id"], name="event_project_time"),
+            # What a scheduled export run reads: a project's events received in an interval, in order, by key.
+            models.Index(fields=["project", "inserted_at", "id"], name="event_project_inserted"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.event} by {self.distinct_id}"

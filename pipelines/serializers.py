@@ -6,7 +6,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail
 
-from pipelines.destinations import config_errors, path_problem, public_config
+from pipelines.destinations import URL_PATTERN, config_errors, path_problem, public_config
 from pipelines.exporters.query import QueryError, validate_query
 from pipelines.models import (
     BatchExport,
@@ -80,6 +80,37 @@ class BatchExportDestinationSerializer(serializers.Serializer):
         ref_name = "BatchExportDestination"
 
 
+class BatchExportNotificationsSerializer(serializers.Serializer):
+    """Who hears of the export's failures (DECISIONS.md §17), stored on the export itself."""
+
+    webhook_url = StrictCharField(
+        source="notifications_webhook_url",
+        required=False,
+        allow_null=True,
+        allow_blank=True,
+        max_length=2000,
+        help_text=(
+            "An http(s) URL that is POSTed run_failed, paused and recovered events, signed with HMAC-SHA256 in "
+            "`X-Workspace-Signature: t=<unix>,v1=<hex>` over `<t>.<body>`; null for none. The answer to the write "
+            "that sets it first carries the signing secret once, as `webhook_secret`."
+        ),
+    )
+    email = serializers.BooleanField(
+        source="notifications_email",
+        required=False,
+        help_text="Mail the organization's admins and owners of failures, at most once a day.",
+    )
+
+    class Meta:
+        ref_name = "BatchExportNotifications"
+
+    def validate_webhook_url(self, value: str | None) -> str | None:
+        # Whether its host may be reached is decided at each delivery, as for destinations (pipelines.notifications).
+        if value and not URL_PATTERN.match(value):
+            raise serializers.ValidationError("Enter an http or https URL with a host.", code="invalid")
+        return value or None
+
+
 class BatchExportModelField(serializers.ChoiceField):
     """What an export exports. The reference API also offers `persons`, which this service does not hold: a 400
     that says so, rather than an export that would never have anything to send."""
@@ -105,6 +136,13 @@ class BatchExportSerializer(ModelSerializer):
     hogql_query = StrictCharField(required=False, allow_blank=True, trim_whitespace=False)
     latest_runs = LatestRunsSerializer(child=BatchExportRunSerializer(), source="runs", read_only=True)
     schema = serializers.JSONField(read_only=True, allow_null=True)
+    paused_reason = serializers.ChoiceField(
+        choices=BatchExport.PausedReason.choices,
+        read_only=True,
+        allow_null=True,
+        help_text="Why the export is paused: `manual` (by a person) or `failures` (by itself); null when it is not.",
+    )
+    notifications = BatchExportNotificationsSerializer(source="*", required=False)
 
     class Meta:
         model = BatchExport
@@ -124,8 +162,10 @@ class BatchExportSerializer(ModelSerializer):
             "latest_runs",
             "hogql_query",
             "schema",
+            "paused_reason",
+            "notifications",
         ]
-        read_only_fields = ["id", "team_id", "created_at", "last_updated_at", "latest_runs", "schema"]
+        read_only_fields = ["id", "team_id", "created_at", "last_updated_at", "latest_runs", "schema", "paused_reason"]
 
     def validate_model(self, value: str | None) -> str:
         return value or BatchExport.Model.EVENTS
@@ -173,6 +213,12 @@ class AwareDateTimeField(serializers.DateTimeField):
             if parsed is not None and parsed.tzinfo is None:
                 self.fail("naive")
         return super().to_internal_value(value)
+
+
+class BatchExportUnpauseSerializer(serializers.Serializer):
+    backfill = serializers.BooleanField(
+        default=False, help_text="Also export the whole intervals missed while the export was paused."
+    )
 
 
 class BatchExportBackfillRangeSerializer(serializers.Serializer):

@@ -17,9 +17,11 @@ from django.utils import timezone
 
 from organizations.models import Organization, Project
 from organizations.selectors import project_id_for_api_token
+from pipelines import notifications
 from pipelines.models import (
     BatchExport,
     BatchExportBackfill,
+    BatchExportNotification,
     BatchExportRun,
     BatchExportRunLog,
     Event,
@@ -29,9 +31,10 @@ from pipelines.models import (
 )
 from pipelines.partitions import events_ensure_partitions, months_of
 from pipelines.temporal import orchestration
-from pipelines.temporal.inputs import backfill_workflow_id, run_workflow_id
+from pipelines.temporal.inputs import backfill_workflow_id, interval_end, run_workflow_id
 from workspace.api.exceptions import UnavailableError
 from workspace.db import prepared_cursor
+from workspace.services import activity_log_record
 
 INTERVALS = {
     BatchExport.Interval.HOUR: dt.timedelta(hours=1),
@@ -59,14 +62,29 @@ class CatalogueUnavailable(UnavailableError):
 
 
 def batch_export_create(*, actor, project: Project, **fields) -> BatchExport:
-    """Create an export in the project, and its schedule."""
-    if fields.get("paused") and not fields.get("last_paused_at"):
-        fields["last_paused_at"] = timezone.now()
+    """Create an export in the project, and its schedule. A new webhook's signing secret is left on the returned
+    export as `new_webhook_secret`, for the answer that shows it once."""
+    if fields.get("paused"):
+        fields.setdefault("paused_reason", BatchExport.PausedReason.MANUAL)
+        if not fields.get("last_paused_at"):
+            fields["last_paused_at"] = timezone.now()
     batch_export = BatchExport(project=project, **fields)
+    _keep_webhook_secret(batch_export)
     batch_export.full_clean()
     batch_export.save()
     orchestration.schedule_changed(batch_export.pk)
     return batch_export
+
+
+def _keep_webhook_secret(batch_export: BatchExport) -> None:
+    """A webhook gets a signing secret when it is first set (kept when only its url changes), and loses it when it
+    is removed, so that setting one again shows a new secret."""
+    batch_export.new_webhook_secret = None
+    if not batch_export.notifications_webhook_url:
+        batch_export.notifications_secrets = {}
+    elif not notifications.webhook_secret(batch_export):
+        batch_export.new_webhook_secret = notifications.new_secret()
+        batch_export.notifications_secrets = {"secret": batch_export.new_webhook_secret}
 
 
 def batch_export_create_in_organization(*, actor, organization: Organization, **fields) -> BatchExport:
@@ -78,36 +96,65 @@ def batch_export_create_in_organization(*, actor, organization: Organization, **
 
 
 def batch_export_update(*, actor, batch_export: BatchExport, **fields) -> BatchExport:
-    """Apply validated changes; pausing through an update stamps `last_paused_at` like `pause` does."""
-    if fields.get("paused") and not batch_export.paused and not fields.get("last_paused_at"):
-        fields["last_paused_at"] = timezone.now()
+    """Apply validated changes; pausing or unpausing through an update does what `pause` and `unpause` do (the
+    time and the reason). A new webhook's secret is left on the export as `new_webhook_secret`."""
+    if "paused" in fields and fields["paused"] != batch_export.paused:
+        if fields["paused"]:
+            fields.setdefault("paused_reason", BatchExport.PausedReason.MANUAL)
+            if not fields.get("last_paused_at"):
+                fields["last_paused_at"] = timezone.now()
+        else:
+            fields["paused_reason"] = None
     for name, value in fields.items():
         setattr(batch_export, name, value)
+    _keep_webhook_secret(batch_export)
     batch_export.full_clean()
     batch_export.save()
     orchestration.schedule_changed(batch_export.pk)
     return batch_export
 
 
-def batch_export_pause(*, actor, batch_export: BatchExport) -> bool:
-    """Pause the export; returns False (and changes nothing) when it is already paused."""
+def batch_export_pause(*, actor, batch_export: BatchExport, reason: str = BatchExport.PausedReason.MANUAL) -> bool:
+    """Pause the export (and its schedule once the transaction commits); returns False (and changes nothing) when it
+    is already paused. `reason` is `failures` when the service pauses it itself."""
     if batch_export.paused:
         return False
     batch_export.paused = True
+    batch_export.paused_reason = reason
     batch_export.last_paused_at = timezone.now()
-    batch_export.save(update_fields=["paused", "last_paused_at", "last_updated_at"])
+    batch_export.save(update_fields=["paused", "paused_reason", "last_paused_at", "last_updated_at"])
     orchestration.schedule_changed(batch_export.pk)
     return True
 
 
-def batch_export_unpause(*, actor, batch_export: BatchExport) -> bool:
-    """Resume the export; returns False when it was not paused."""
+def batch_export_unpause(*, actor, batch_export: BatchExport, backfill: bool = False) -> bool:
+    """Resume the export; returns False (and changes nothing) when it was not paused. With `backfill`, also export
+    the whole intervals missed while it was paused, from `last_paused_at` to now (`batch_export_missed_range`)."""
     if not batch_export.paused:
         return False
+    missed = batch_export_missed_range(batch_export, timezone.now()) if backfill else None
     batch_export.paused = False
-    batch_export.save(update_fields=["paused", "last_updated_at"])
+    batch_export.paused_reason = None
+    batch_export.save(update_fields=["paused", "paused_reason", "last_updated_at"])
     orchestration.schedule_changed(batch_export.pk)
+    if missed is not None:
+        batch_export_backfill(actor=actor, batch_export=batch_export, start_at=missed[0], end_at=missed[1])
     return True
+
+
+def batch_export_missed_range(batch_export: BatchExport, now: dt.datetime) -> tuple[dt.datetime, dt.datetime] | None:
+    """The whole intervals whose scheduled runs fell while the export was paused, within its `start_at`/`end_at`:
+    from the start of the interval the pause fell in to the end of the last interval ended by `now`; None when no
+    interval ended meanwhile."""
+    if batch_export.last_paused_at is None:
+        return None
+    step = INTERVALS[batch_export.interval]
+    start, end = interval_end(batch_export.last_paused_at, step), interval_end(now, step)
+    if batch_export.start_at is not None:
+        start = max(start, batch_export.start_at)
+    if batch_export.end_at is not None:
+        end = min(end, batch_export.end_at)
+    return (start, end) if start < end else None
 
 
 def batch_export_delete(*, actor, batch_export: BatchExport) -> None:
@@ -218,6 +265,77 @@ def batch_export_backfill_cancel(*, actor, backfill: BatchExportBackfill) -> Bat
 
 # Runs
 
+FAILED = (BatchExportRun.Status.FAILED, BatchExportRun.Status.FAILED_RETRYABLE)
+ENDED = (BatchExportRun.Status.COMPLETED, *FAILED)
+
+
+def batch_export_run_finished(*, batch_export: BatchExport, run: BatchExportRun) -> list[BatchExportNotification]:
+    """What follows the end of a run, in the transaction that records it with the export locked (so the ends of an
+    export's runs are taken one at a time): a failure that makes BATCH_EXPORT_AUTO_PAUSE_AFTER failed runs in a row
+    pauses the export, and the first completed run after failures is a recovery; both are recorded in the activity
+    log. Returns the notifications written to the outbox, to deliver once the transaction commits."""
+    now = run.finished_at or timezone.now()
+    written = []
+    if run.status in FAILED:
+        if batch_export.failing_since is None:
+            batch_export.failing_since = now
+            BatchExport.objects.filter(pk=batch_export.pk).update(failing_since=now)
+        written.append(notifications.enqueue(batch_export=batch_export, event="run_failed", run=run, now=now))
+        limit = settings.BATCH_EXPORT_AUTO_PAUSE_AFTER
+        if not batch_export.paused and _failed_in_a_row(batch_export, limit) >= limit:
+            batch_export_pause(actor=None, batch_export=batch_export, reason=BatchExport.PausedReason.FAILURES)
+            _record_activity(
+                batch_export,
+                "paused",
+                before={"paused": False, "paused_reason": None},
+                after={"paused": True, "paused_reason": "failures", "failed_runs_in_a_row": limit, "run": str(run.pk)},
+            )
+            written.append(notifications.enqueue(batch_export=batch_export, event="paused", run=run, now=now))
+    elif run.status == BatchExportRun.Status.COMPLETED and batch_export.failing_since is not None:
+        failing_since = batch_export.failing_since
+        batch_export.failing_since = None
+        BatchExport.objects.filter(pk=batch_export.pk).update(failing_since=None)
+        _record_activity(
+            batch_export,
+            "recovered",
+            before={"failing_since": failing_since.isoformat()},
+            after={"failing_since": None, "run": str(run.pk)},
+        )
+        written.append(notifications.enqueue(batch_export=batch_export, event="recovered", run=run, now=now))
+    return [notification for notification in written if notification is not None]
+
+
+def _failed_in_a_row(batch_export: BatchExport, limit: int) -> int:
+    """How many of the export's newest ended runs by interval end (retries of an interval after its earlier runs),
+    up to `limit`, failed before the first that completed."""
+    statuses = (
+        BatchExportRun.objects.filter(batch_export=batch_export, status__in=ENDED)
+        .order_by("-data_interval_end", "-created_at")
+        .values_list("status", flat=True)[:limit]
+    )
+    count = 0
+    for status in statuses:
+        if status not in FAILED:
+            break
+        count += 1
+    return count
+
+
+def _record_activity(batch_export: BatchExport, activity: str, *, before: dict, after: dict) -> None:
+    """An entry of the service itself (no user, no key) in the export's activity."""
+    activity_log_record(
+        user=None,
+        api_key=None,
+        scope="BatchExport",
+        item_id=batch_export.pk,
+        activity=activity,
+        organization_id=batch_export.project.organization_id,
+        project_id=batch_export.project_id,
+        name=batch_export.name,
+        before=before,
+        after=after,
+    )
+
 
 @transaction.atomic
 def batch_export_run_retry(*, actor, run: BatchExportRun) -> BatchExportRun:
@@ -233,6 +351,7 @@ def batch_export_run_retry(*, actor, run: BatchExportRun) -> BatchExportRun:
         status=BatchExportRun.Status.STARTING,
         data_interval_start=run.data_interval_start,
         data_interval_end=run.data_interval_end,
+        selected_by=run.selected_by,
         created_at=now,
         workflow_id=run_workflow_id(run.batch_export_id, retry_id),
     )
@@ -354,6 +473,10 @@ class NewEvent:
 # are stored. The batch travels as one JSON document (the events' properties already serialized inside it), which
 # the database reads in C; arrays of JSON texts would be escaped element by element on the way.
 #
+# `inserted_at` is the database's clock when the statement starts: a statement commits (or fails) within the
+# statement timeout of it, which is what lets a scheduled export run know when every event received in its interval
+# is visible (`pipelines.temporal.activities.wait_for_ingests`).
+#
 # Each statement comes in two spellings (see `_execute_ingest`). The first inserts into the ledger plainly and fails
 # on a uuid the project already has; when it succeeds every uuid went in, so the events are stored straight from the
 # document. The second skips such uuids (ON CONFLICT DO NOTHING) and stores only the events of those it inserted.
@@ -377,8 +500,9 @@ WITH incoming AS (
 ), stored AS (
     INSERT INTO pipelines_eventuuid (project_id, uuid) SELECT %s, uuid FROM incoming ORDER BY uuid{on_conflict}
 )
-INSERT INTO pipelines_event (uuid, project_id, event, distinct_id, properties, "timestamp", created_at)
-SELECT incoming.uuid, %s, incoming.event, incoming.distinct_id, incoming.properties, incoming."timestamp", %s
+INSERT INTO pipelines_event (uuid, project_id, event, distinct_id, properties, "timestamp", inserted_at)
+SELECT incoming.uuid, %s, incoming.event, incoming.distinct_id, incoming.properties, incoming."timestamp",
+    statement_timestamp()
 FROM incoming{only_stored}
 """)
 
@@ -396,9 +520,9 @@ WITH project AS (
     INSERT INTO pipelines_eventuuid (project_id, uuid)
     SELECT project.id, incoming.uuid FROM incoming, project ORDER BY incoming.uuid{on_conflict}
 ), inserted AS (
-    INSERT INTO pipelines_event (uuid, project_id, event, distinct_id, properties, "timestamp", created_at)
+    INSERT INTO pipelines_event (uuid, project_id, event, distinct_id, properties, "timestamp", inserted_at)
     SELECT incoming.uuid, project.id, incoming.event, incoming.distinct_id, incoming.properties,
-        incoming."timestamp", %s
+        incoming."timestamp", statement_timestamp()
     FROM incoming{only_stored} CROSS JOIN project
     RETURNING 1
 )
@@ -421,7 +545,7 @@ def events_ingest_for_token(*, token: str, events: list[NewEvent]) -> int | None
     # the database as it is, where as a literal inside the statement it would be escaped on the way and scanned by
     # the database's parser (a good part of a batch's cost), and the statement is planned once per connection.
     with prepared_cursor(connection) as cursor:
-        _execute_ingest(cursor, _POSTGRESQL_INGEST_FOR_TOKEN, [token, _batch_document(events), timezone.now()])
+        _execute_ingest(cursor, _POSTGRESQL_INGEST_FOR_TOKEN, [token, _batch_document(events)])
         project_id, stored = cursor.fetchone()
     return None if project_id is None else stored
 
@@ -488,12 +612,12 @@ def events_ingest(*, project_id: int, events: list[NewEvent]) -> int:
     if not unique:
         return 0
     events = list(unique.values())
-    created_at = timezone.now()
     if connection.vendor == "postgresql":
         events_ensure_partitions(months_of(event.timestamp for event in events))
         with prepared_cursor(connection) as cursor:  # see events_ingest_for_token
-            _execute_ingest(cursor, _POSTGRESQL_INGEST, [_batch_document(events), project_id, project_id, created_at])
+            _execute_ingest(cursor, _POSTGRESQL_INGEST, [_batch_document(events), project_id, project_id])
             return cursor.rowcount
+    inserted_at = timezone.now()
     with transaction.atomic():
         known = set()
         uuids = list(unique)
@@ -511,7 +635,7 @@ def events_ingest(*, project_id: int, events: list[NewEvent]) -> int:
                     distinct_id=event.distinct_id,
                     properties=event.properties,
                     timestamp=event.timestamp,
-                    created_at=created_at,
+                    inserted_at=inserted_at,
                 )
                 for event in fresh
             ]

@@ -27,6 +27,7 @@ from pipelines.serializers import (
     BatchExportRunLogSerializer,
     BatchExportRunSerializer,
     BatchExportSerializer,
+    BatchExportUnpauseSerializer,
     EventSerializer,
     PluginActivitySerializer,
     PluginCatalogueEntrySerializer,
@@ -115,10 +116,35 @@ class BatchExportViewSetMixin(ListMixin, CreateMixin, RetrieveMixin, UpdateMixin
         # Secrets never appear in the representation; their digest does, so that rotating one is recorded.
         config = instance.destination_config or {}
         secrets = {key: value for key, value in config.items() if key not in public_config(config)}
-        return {**representation, "destination_secrets": secret_mask(secrets)}
+        webhook_secret = (instance.notifications_secrets or {}).get("secret")
+        return {
+            **representation,
+            "destination_secrets": secret_mask(secrets),
+            "webhook_secret": secret_mask(webhook_secret) if webhook_secret else None,
+        }
+
+    # A new webhook's signing secret, shown in the answer to the write that made it and never again.
+    new_webhook_secret: str | None = None
+
+    def created_response(self, instance, **kwargs):
+        self.new_webhook_secret = getattr(instance, "new_webhook_secret", None)
+        return super().created_response(instance, **kwargs)
 
     def update_object(self, instance, changes):
-        return batch_export_update(actor=self.request.user, batch_export=instance, **changes)
+        export = batch_export_update(actor=self.request.user, batch_export=instance, **changes)
+        self.new_webhook_secret = export.new_webhook_secret
+        return export
+
+    def object_response(self, instance=None, **kwargs):
+        """The representation, and in the answer that made a webhook's secret, that secret: added after the ETag,
+        which stays the representation's, so the next conditional write matches it."""
+        response = super().object_response(instance, **kwargs)
+        if self.new_webhook_secret and isinstance(response.data, dict) and "notifications" in response.data:
+            response.data["notifications"] = {
+                **response.data["notifications"],
+                "webhook_secret": self.new_webhook_secret,
+            }
+        return response
 
     def destroy_object(self, instance):
         batch_export_delete(actor=self.request.user, batch_export=instance)
@@ -130,11 +156,20 @@ class BatchExportViewSetMixin(ListMixin, CreateMixin, RetrieveMixin, UpdateMixin
             self.get_object(), lambda export: batch_export_pause(actor=request.user, batch_export=export)
         )
 
-    @extend_schema(request=None, responses=BatchExportSerializer, summary="Resume a paused export")
+    @extend_schema(
+        request=BatchExportUnpauseSerializer,
+        responses=BatchExportSerializer,
+        summary="Resume a paused export; with backfill, also export the intervals missed while paused",
+    )
     @action(detail=True, methods=["post"], required_scopes=["batch_export:write"])
     def unpause(self, request, *args, **kwargs):
+        batch_export = self.get_object()
+        serializer = BatchExportUnpauseSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        backfill = serializer.validated_data["backfill"]
         return self.write_object(
-            self.get_object(), lambda export: batch_export_unpause(actor=request.user, batch_export=export)
+            batch_export,
+            lambda export: batch_export_unpause(actor=request.user, batch_export=export, backfill=backfill),
         )
 
     @extend_schema(

@@ -304,6 +304,8 @@ TEMPORAL_UI_URL = os.environ.get("TEMPORAL_UI_URL", "").rstrip("/")
 BATCH_EXPORT_BACKFILL_CONCURRENCY = max(1, env_int("BATCH_EXPORT_BACKFILL_CONCURRENCY", 4))
 # Activities (database reads and destination writes) one worker process runs at the same time.
 BATCH_EXPORT_WORKER_ACTIVITIES = max(1, env_int("BATCH_EXPORT_WORKER_ACTIVITIES", 8))
+# An export pauses itself after this many failed runs in a row (DECISIONS.md §17; pipelines.services).
+BATCH_EXPORT_AUTO_PAUSE_AFTER = max(1, env_int("BATCH_EXPORT_AUTO_PAUSE_AFTER", 5))
 
 # Personal API keys.
 API_KEY_PREFIX = "phx_"

@@ -58,8 +58,12 @@ class Column:
         return value
 
 
-EVENT_FIELDS = ("uuid", "event", "distinct_id", "properties", "timestamp", "created_at", "team_id")
+# `inserted_at`: when the service received the event. `created_at` is the same time under the name exports have
+# always carried it, kept so that existing destination tables and queries go on working.
+EVENT_FIELDS = ("uuid", "event", "distinct_id", "properties", "timestamp", "inserted_at", "created_at", "team_id")
 DEFAULT_COLUMNS: tuple[Column, ...] = tuple(Column(name, (name,)) for name in EVENT_FIELDS)
+# The event fields that hold a moment (an aware datetime).
+TIME_PATHS = (("timestamp",), ("inserted_at",), ("created_at",))
 
 
 @dataclass

@@ -8,7 +8,7 @@ replaces its rows. Authentication with the service account's fields of the confi
 
 from collections.abc import Iterable
 
-from pipelines.exporters.base import ExportContext, ExportResult, batched, dumps
+from pipelines.exporters.base import TIME_PATHS, ExportContext, ExportResult, batched, dumps
 from pipelines.exporters.extras import require_extra
 from pipelines.exporters.postgres import table_columns
 
@@ -18,6 +18,7 @@ SCALAR_TYPES = {
     ("event",): "STRING",
     ("distinct_id",): "STRING",
     ("timestamp",): "TIMESTAMP",
+    ("inserted_at",): "TIMESTAMP",
     ("created_at",): "TIMESTAMP",
     ("team_id",): "INT64",
 }
@@ -63,7 +64,7 @@ def export(context: ExportContext, events: Iterable[dict]) -> ExportResult:
                 row = {}
                 for column in columns:
                     value = column.read(event)
-                    if column.path in (("timestamp",), ("created_at",)) and value is not None:
+                    if column.path in TIME_PATHS and value is not None:
                         value = value.isoformat()
                     elif column.path not in SCALAR_TYPES and value is not None and json_type == "STRING":
                         # A JSON column takes the value itself in a JSON load; a STRING column takes its JSON text.

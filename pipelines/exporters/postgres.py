@@ -9,6 +9,7 @@ committed whole batches only, which its retry overwrites.
 from collections.abc import Iterable
 
 from pipelines.exporters.base import (
+    TIME_PATHS,
     Column,
     DestinationError,
     ExportContext,
@@ -62,7 +63,7 @@ class PostgresWriter:
             return "VARCHAR(200)"
         if column.path in (("event",), ("distinct_id",)):
             return "VARCHAR(200)" if column.path == ("event",) else "TEXT"
-        if column.path in (("timestamp",), ("created_at",)):
+        if column.path in TIME_PATHS:
             return "TIMESTAMPTZ"
         if column.path == ("team_id",):
             return "BIGINT"
@@ -72,7 +73,7 @@ class PostgresWriter:
         value = column.read(event)
         if value is None:
             return None
-        if column.path in (("timestamp",), ("created_at",), ("team_id",)):
+        if column.path in TIME_PATHS or column.path == ("team_id",):
             return value
         if column.path in (("uuid",), ("event",), ("distinct_id",)):
             return str(value)
@@ -92,7 +93,7 @@ class PostgresWriter:
         converters = []
         for column in self.columns:
             field = column.path[0]
-            if column.path in (("timestamp",), ("created_at",)):
+            if column.path in TIME_PATHS:
 
                 def convert(event, field=field):
                     value = event.get(field)
@@ -215,6 +216,32 @@ class PostgresWriter:
                 cursor.execute(self.create_table_sql())
         except (psycopg.errors.UniqueViolation, psycopg.errors.DuplicateTable, psycopg.errors.DuplicateObject):
             self.context.debug(f"{self.schema}.{self.table} was created by another run at the same time.")
+        self.add_missing_columns(connection)
+
+    def add_missing_columns(self, connection) -> None:
+        """A table that earlier runs created may lack a column exported since (`inserted_at`): add it, empty in the
+        rows already there. Another run adding it at the same time is as good."""
+        import psycopg
+
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_schema = %s AND table_name = %s",
+                [self.schema, self.table],
+            )
+            existing = {name for (name,) in cursor.fetchall()}
+        connection.commit()
+        for column in self.columns:
+            if column.name in existing:
+                continue
+            try:
+                with connection.transaction(), connection.cursor() as cursor:
+                    cursor.execute(
+                        f"ALTER TABLE {self.target} ADD COLUMN {quote_identifier(column.name)} "
+                        f"{self.column_type(column)}"
+                    )
+            except psycopg.errors.DuplicateColumn:
+                continue
+            self.context.info(f"Added the column {column.name} to {self.schema}.{self.table}.")
 
     def load_stage(self, cursor, payload) -> None:
         with cursor.copy(f"COPY {STAGE_TABLE} ({self.column_list()}) FROM STDIN") as copy:

@@ -7,7 +7,7 @@ replaces its rows. `properties_data_type` picks how JSON columns are stored: `su
 
 from collections.abc import Iterable
 
-from pipelines.exporters.base import ExportContext, ExportResult, quote_identifier
+from pipelines.exporters.base import TIME_PATHS, ExportContext, ExportResult, quote_identifier
 from pipelines.exporters.postgres import STAGE_TABLE, PostgresWriter
 
 INSERT_ROWS_PER_STATEMENT = 500
@@ -41,7 +41,7 @@ class RedshiftWriter(PostgresWriter):
             rows[row[position]] = row
         return list(rows.values())
 
-    scalar_paths = (("uuid",), ("event",), ("distinct_id",), ("timestamp",), ("created_at",), ("team_id",))
+    scalar_paths = (("uuid",), ("event",), ("distinct_id",), *TIME_PATHS, ("team_id",))
 
     def placeholder(self, column) -> str:
         if self.json_type() == "SUPER" and column.path not in self.scalar_paths:

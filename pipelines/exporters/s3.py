@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 
 from pipelines.destinations import prefix_problem
-from pipelines.exporters.base import Column, DestinationError, ExportContext, ExportResult, batched, dumps
+from pipelines.exporters.base import TIME_PATHS, Column, DestinationError, ExportContext, ExportResult, batched, dumps
 from pipelines.exporters.safety import check_destination_url
 
 PART_SIZE = 8 * 1024 * 1024  # S3 parts are at least 5 MB, except the last
@@ -160,6 +160,7 @@ class ParquetFile:
             ("event",): pa.string(),
             ("distinct_id",): pa.string(),
             ("timestamp",): pa.timestamp("us", tz="UTC"),
+            ("inserted_at",): pa.timestamp("us", tz="UTC"),
             ("created_at",): pa.timestamp("us", tz="UTC"),
             ("team_id",): pa.int64(),
         }
@@ -168,7 +169,7 @@ class ParquetFile:
 
     def _value(self, column: Column, event: dict):
         value = column.read(event)
-        if value is None or column.path in (("timestamp",), ("created_at",), ("team_id",)):
+        if value is None or column.path in TIME_PATHS or column.path == ("team_id",):
             return value
         if column.path in (("uuid",), ("event",), ("distinct_id",)):
             return str(value)

@@ -17,6 +17,7 @@ SCALAR_TYPES = {
     ("event",): "STRING",
     ("distinct_id",): "STRING",
     ("timestamp",): "TIMESTAMP_TZ",
+    ("inserted_at",): "TIMESTAMP_TZ",
     ("created_at",): "TIMESTAMP_TZ",
     ("team_id",): "NUMBER",
 }

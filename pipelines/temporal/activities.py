@@ -11,8 +11,10 @@ import datetime as dt
 import logging
 import socket
 import threading
+import time
 from collections.abc import Iterator
 
+from django.conf import settings
 from django.db import close_old_connections, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -37,6 +39,8 @@ EVENTS_CHUNK = 10_000
 # activity with the answer to a heartbeat.
 HEARTBEAT_SECONDS = 2.0
 DESTINATION_ERROR = "DestinationError"
+# Between the end of an ingest's statement and its commit.
+INGEST_COMMIT_MARGIN = dt.timedelta(seconds=1)
 
 
 @contextlib.contextmanager
@@ -77,7 +81,12 @@ def start_run(inputs: StartRunInputs) -> str | None:
             run, created = BatchExportRun.objects.get_or_create(
                 batch_export=export,
                 workflow_id=inputs.workflow_id,
-                defaults={"status": Status.RUNNING, "data_interval_start": start, "data_interval_end": end},
+                defaults={
+                    "status": Status.RUNNING,
+                    "data_interval_start": start,
+                    "data_interval_end": end,
+                    "selected_by": BatchExportRun.SelectedBy.INSERTED_AT,
+                },
             )
             if created:
                 _log(run.pk, "INFO", f"Started by the export's schedule {where}.")
@@ -94,11 +103,15 @@ def start_run(inputs: StartRunInputs) -> str | None:
 
 def run_events(run: BatchExportRun):
     """The run's events: the project's events of the interval, with the destination's `include_events` and
-    `exclude_events` applied."""
+    `exclude_events` applied. A schedule's run takes the events received in its interval, whatever their timestamp,
+    so an event that arrives late goes out with the run of the interval it arrived in; a backfill's takes the events
+    whose timestamp is in it (`BatchExportRun.selected_by`)."""
     export = run.batch_export
     config = export.destination_config or {}
+    field = run.selected_by
     events = Event.objects.filter(
-        project_id=export.project_id, timestamp__gte=run.data_interval_start, timestamp__lt=run.data_interval_end
+        project_id=export.project_id,
+        **{f"{field}__gte": run.data_interval_start, f"{field}__lt": run.data_interval_end},
     )
     if config.get("include_events"):
         events = events.filter(event__in=list(config["include_events"]))
@@ -107,29 +120,62 @@ def run_events(run: BatchExportRun):
     return events
 
 
-def iterate_events(events, *, team_id: int, chunk: int = EVENTS_CHUNK) -> Iterator[dict]:
-    """The events as dicts, oldest first, read `chunk` at a time by key (timestamp, id): no long transaction and no
-    OFFSET, whatever the size of the interval."""
-    fields = ("id", "uuid", "event", "distinct_id", "properties", "timestamp", "created_at")
+def iterate_events(
+    events, *, team_id: int, chunk: int = EVENTS_CHUNK, order_by: str = BatchExportRun.SelectedBy.TIMESTAMP
+) -> Iterator[dict]:
+    """The events as dicts, in order of `order_by` (the time the run selects by), read `chunk` at a time by key
+    (that time, id) off the index the selection uses: no long transaction and no OFFSET, whatever the size of the
+    interval. `created_at` is `inserted_at` under the name earlier exports wrote it with."""
+    fields = ("id", "uuid", "event", "distinct_id", "properties", "timestamp", "inserted_at")
+    key = fields.index(order_by)
     after = None
     while True:
         page = events
         if after is not None:
-            page = page.filter(Q(timestamp__gt=after[0]) | Q(timestamp=after[0], id__gt=after[1]))
-        rows = list(page.order_by("timestamp", "id").values_list(*fields)[:chunk])
-        for _id, uuid, event, distinct_id, properties, timestamp, created_at in rows:
+            page = page.filter(Q(**{f"{order_by}__gt": after[0]}) | Q(**{order_by: after[0], "id__gt": after[1]}))
+        rows = list(page.order_by(order_by, "id").values_list(*fields)[:chunk])
+        for _id, uuid, event, distinct_id, properties, timestamp, inserted_at in rows:
             yield {
                 "uuid": str(uuid),
                 "event": event,
                 "distinct_id": distinct_id,
                 "properties": properties,
                 "timestamp": timestamp,
-                "created_at": created_at,
+                "inserted_at": inserted_at,
+                "created_at": inserted_at,
                 "team_id": team_id,
             }
         if len(rows) < chunk:
             return
-        after = (rows[-1][5], rows[-1][0])
+        after = (rows[-1][key], rows[-1][0])
+
+
+def ingest_settle() -> dt.timedelta:
+    """How long after an instant every ingest that stamped an event before it has committed or failed: an ingest is
+    one statement, stamped when it starts (`pipelines.services`), which the database ends after the statement
+    timeout; a margin covers the commit, and a minute stands in where no timeout is set."""
+    timeout_ms = getattr(settings, "DATABASE_STATEMENT_TIMEOUT_MS", 0) or 60_000
+    return dt.timedelta(milliseconds=timeout_ms) + INGEST_COMMIT_MARGIN
+
+
+def database_now() -> dt.datetime:
+    """The clock that stamps `inserted_at`: the database's on PostgreSQL; SQLite's ingests use the worker's own."""
+    if connection.vendor != "postgresql":
+        return timezone.now()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement_timestamp()")
+        return cursor.fetchone()[0]
+
+
+def wait_for_ingests(run: BatchExportRun) -> None:
+    """Before a run that selects by time received reads its events, wait until no ingest still running can store
+    one received in its interval: a schedule starts the run as the interval ends, while the last ingests stamped
+    before the end may not have committed. A run of an interval that ended long ago waits for nothing."""
+    if run.selected_by != BatchExportRun.SelectedBy.INSERTED_AT:
+        return
+    ready = run.data_interval_end + ingest_settle()
+    while (remaining := (ready - database_now()).total_seconds()) > 0:
+        time.sleep(min(remaining, HEARTBEAT_SECONDS))
 
 
 @contextlib.contextmanager
@@ -166,6 +212,8 @@ def export_run(run_id: str) -> ExportOutcome:
     with database():
         run = BatchExportRun.objects.select_related("batch_export").get(pk=run_id)
         export = run.batch_export
+        with heartbeating():
+            wait_for_ingests(run)
         events = run_events(run)
         total = events.count()
         attempt = activity.info().attempt
@@ -180,7 +228,7 @@ def export_run(run_id: str) -> ExportOutcome:
                 result = export_events(
                     export.destination_type,
                     dict(export.destination_config or {}),
-                    iterate_events(events, team_id=export.project_id),
+                    iterate_events(events, team_id=export.project_id, order_by=run.selected_by),
                     batch_export_id=str(export.pk),
                     run_id=str(run.pk),
                     data_interval_start=run.data_interval_start,
@@ -202,8 +250,10 @@ def export_run(run_id: str) -> ExportOutcome:
 
 
 @activity.defn(name="finish-batch-export-run")
-def finish_run(inputs: FinishRunInputs) -> None:
-    """Record how the run ended, unless it already ended (cancelled through the API meanwhile)."""
+def finish_run(inputs: FinishRunInputs) -> list[str]:
+    """Record how the run ended, unless it already ended (cancelled through the API meanwhile), and what follows
+    from it (`pipelines.services.batch_export_run_finished`: the auto-pause, the notifications) in the same
+    transaction, with the export locked. Returns the ids of the notifications to deliver."""
     now = timezone.now()
     fields = {"status": inputs.status, "finished_at": now, "last_updated_at": now}
     if inputs.status == Status.COMPLETED:
@@ -216,9 +266,18 @@ def finish_run(inputs: FinishRunInputs) -> None:
     elif inputs.latest_error is not None:
         fields["latest_error"] = inputs.latest_error
     with database(), transaction.atomic():
+        # The export first, then the run: the order in which the API's writes (a delete) take them.
+        export = (
+            BatchExport.objects.select_for_update(of=("self",))
+            .select_related("project")
+            .filter(runs__pk=inputs.run_id)
+            .first()
+        )
+        if export is None:
+            return []
         updated = BatchExportRun.objects.filter(pk=inputs.run_id, status__in=BatchExportRun.UNFINISHED).update(**fields)
         if not updated:
-            return
+            return []
         if inputs.status == Status.COMPLETED:
             message = f"Completed: {inputs.records_completed} records, {inputs.bytes_exported} bytes."
         elif inputs.status == Status.CANCELLED:
@@ -226,6 +285,29 @@ def finish_run(inputs: FinishRunInputs) -> None:
         else:
             message = f"{inputs.status}: {inputs.latest_error}"
         _log(inputs.run_id, "INFO" if inputs.status in (Status.COMPLETED, Status.CANCELLED) else "ERROR", message)
+        from pipelines.services import batch_export_run_finished  # not in the workflow sandbox, which imports this
+
+        run = BatchExportRun.objects.get(pk=inputs.run_id)
+        written = batch_export_run_finished(batch_export=export, run=run)
+    return [str(notification.pk) for notification in written]
+
+
+# Attempts at delivering a run's notifications, Temporal's retries included: about ten minutes of backoff in all.
+NOTIFICATION_ATTEMPTS = 8
+
+
+@activity.defn(name="deliver-batch-export-notifications")
+def deliver_notifications(notification_ids: list[str]) -> None:
+    """Deliver the notifications a run's end wrote (`pipelines.notifications`), outside any transaction. While a
+    channel is still pending the activity fails, and Temporal tries again after a growing delay; the last attempt
+    marks what still fails as failed."""
+    from pipelines.notifications import deliver  # not in the workflow sandbox, which imports this
+
+    last_attempt = activity.info().attempt >= NOTIFICATION_ATTEMPTS
+    with database():
+        pending = [pk for pk in notification_ids if not deliver(pk, last_attempt=last_attempt)]
+    if pending:
+        raise ApplicationError(f"{len(pending)} notification(s) not delivered yet; trying again.", type="Undelivered")
 
 
 BACKFILL_PAGE = 500
@@ -286,4 +368,4 @@ def finish_backfill(backfill_id: str) -> str:
         return status
 
 
-ACTIVITIES = [start_run, export_run, finish_run, start_backfill, finish_backfill]
+ACTIVITIES = [start_run, export_run, finish_run, deliver_notifications, start_backfill, finish_backfill]

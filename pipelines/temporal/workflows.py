@@ -11,6 +11,7 @@ import datetime as dt
 from temporalio import workflow
 from temporalio.common import RetryPolicy, SearchAttributeKey
 from temporalio.exceptions import ActivityError, ApplicationError, CancelledError, ChildWorkflowError
+from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
     from pipelines.temporal import activities
@@ -36,6 +37,16 @@ EXPORT_HEARTBEAT_TIMEOUT = dt.timedelta(seconds=30)
 EXPORT_RETRY = RetryPolicy(
     initial_interval=dt.timedelta(seconds=10), maximum_interval=dt.timedelta(minutes=2), maximum_attempts=3
 )
+NOTIFICATIONS_WORKFLOW = "batch-export-notifications"
+# A webhook that fails (5xx, unreachable) is tried again after 1, 2, 4 ... seconds, at most 5 minutes apart.
+NOTIFICATION_RETRY = RetryPolicy(
+    initial_interval=dt.timedelta(seconds=1),
+    backoff_coefficient=2.0,
+    maximum_interval=dt.timedelta(minutes=5),
+    maximum_attempts=activities.NOTIFICATION_ATTEMPTS,
+)
+# One attempt: each channel once, each webhook POST within its own timeout (pipelines.notifications).
+NOTIFICATION_TIMEOUT = dt.timedelta(minutes=2)
 
 
 def _failure(error: ActivityError) -> tuple[str, str]:
@@ -102,9 +113,36 @@ class BatchExportRunWorkflow:
         return run_id
 
     async def finish(self, inputs: FinishRunInputs) -> None:
-        await workflow.execute_activity(
+        notification_ids = await workflow.execute_activity(
             activities.finish_run, inputs, start_to_close_timeout=DATABASE_TIMEOUT, retry_policy=DATABASE_RETRY
         )
+        if notification_ids:
+            # Delivered by a workflow of their own, which outlives this one: a receiver that is down delays neither
+            # the run's workflow nor its backfill.
+            await workflow.start_child_workflow(
+                NOTIFICATIONS_WORKFLOW,
+                notification_ids,
+                id=f"{workflow.info().workflow_id}-notifications",
+                parent_close_policy=ParentClosePolicy.ABANDON,
+            )
+
+
+@workflow.defn(name=NOTIFICATIONS_WORKFLOW)
+class BatchExportNotificationsWorkflow:
+    """Deliver the notifications a run's end wrote to the outbox, retried with exponential backoff while any is
+    still pending; each attempt is recorded on its notification (pipelines.notifications)."""
+
+    @workflow.run
+    async def run(self, notification_ids: list[str]) -> None:
+        try:
+            await workflow.execute_activity(
+                activities.deliver_notifications,
+                notification_ids,
+                start_to_close_timeout=NOTIFICATION_TIMEOUT,
+                retry_policy=NOTIFICATION_RETRY,
+            )
+        except ActivityError:
+            pass  # the last attempt recorded what failed for good on each notification
 
 
 @workflow.defn(name=BACKFILL_WORKFLOW)
@@ -157,4 +195,4 @@ class BatchExportBackfillWorkflow:
         )
 
 
-WORKFLOWS = [BatchExportRunWorkflow, BatchExportBackfillWorkflow]
+WORKFLOWS = [BatchExportRunWorkflow, BatchExportBackfillWorkflow, BatchExportNotificationsWorkflow]

@@ -286,6 +286,8 @@ class TestReadAndList:
             ],
             "hogql_query": "",
             "schema": None,
+            "paused_reason": None,
+            "notifications": {"webhook_url": None, "email": False},
         }
 
     def test_list_shows_this_organizations_exports_only(self, key_client, organization, project, other_project):

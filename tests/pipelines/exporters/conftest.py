@@ -22,6 +22,7 @@ def make_events(count: int, *, team_id: int = 1, start: datetime = INTERVAL_STAR
             "distinct_id": f"user-{index % 7}",
             "properties": {"$browser": "Firefox" if index % 2 else "Chrome", "index": index, "nested": {"a": [1]}},
             "timestamp": timestamp,
+            "inserted_at": timestamp + timedelta(seconds=1),
             "created_at": timestamp + timedelta(seconds=1),
             "team_id": team_id,
         }

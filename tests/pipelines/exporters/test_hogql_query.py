@@ -86,6 +86,7 @@ def test_update_with_a_bad_query_is_a_400_and_changes_nothing(client, organizati
     [
         "SELECT * FROM events",
         "select uuid, event, distinct_id, properties, timestamp, created_at, team_id from events",
+        "SELECT uuid, inserted_at FROM events WHERE inserted_at >= '2024-01-01T00:00:00Z'",
         "SELECT events.uuid, properties.$browser AS browser, properties['plan name'], properties.a.b FROM events",
         "SELECT event FROM events WHERE (event = '$pageview' OR event IN ('a', 'b')) AND NOT distinct_id LIKE 'bot%'",
         "SELECT event FROM events WHERE timestamp >= '2024-01-01T00:00:00Z' AND properties.plan IS NOT NULL;",
@@ -112,6 +113,7 @@ def test_select_columns_names_and_paths():
         "distinct_id",
         "properties",
         "timestamp",
+        "inserted_at",
         "created_at",
         "team_id",
     ]

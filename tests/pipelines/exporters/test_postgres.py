@@ -59,7 +59,16 @@ def test_postgres_creates_the_table_and_a_rerun_upserts_the_same_rows(scratch, r
     assert rows(reader, config) == exported
     assert len(exported) == 2500
     columns = [c.name for c in reader.execute(f'SELECT * FROM "{config["schema"]}".events_export LIMIT 0').description]
-    assert columns == ["uuid", "event", "distinct_id", "properties", "timestamp", "created_at", "team_id"]
+    assert columns == [
+        "uuid",
+        "event",
+        "distinct_id",
+        "properties",
+        "timestamp",
+        "inserted_at",
+        "created_at",
+        "team_id",
+    ]
     first_row = dict(zip(columns, exported[0], strict=True))
     source = next(make_events(1))
     assert first_row["uuid"] == source["uuid"]

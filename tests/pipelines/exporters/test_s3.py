@@ -59,6 +59,7 @@ def test_jsonlines_files_hold_every_event_and_a_retry_overwrites_them(bucket, ru
         "distinct_id": source["distinct_id"],
         "properties": source["properties"],
         "timestamp": source["timestamp"].isoformat(),
+        "inserted_at": source["inserted_at"].isoformat(),
         "created_at": source["created_at"].isoformat(),
         "team_id": 1,
     }
