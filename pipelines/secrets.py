@@ -14,52 +14,22 @@ setting is empty one key is derived from SECRET_KEY (HKDF), so a development set
 its own keys, since changing SECRET_KEY would then make every stored secret unreadable.
 """
 
-import base64
-import functools
 import json
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
-from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db import models
 
 from pipelines.destinations import SECRET_KEYS
+from workspace.secrets import derived_key, encryption_keys, keyring
+
+__all__ = ["EncryptedSecretsJSONField", "derived_key", "encryption_keys", "open_secrets", "seal_secrets"]
 
 SEALED = "$fernet"
 
 
-@functools.lru_cache(maxsize=4)
-def derived_key(secret_key: str) -> str:
-    """The Fernet key used when SECRETS_ENCRYPTION_KEYS is empty: HKDF-SHA256 of SECRET_KEY, bound to this use."""
-    hkdf = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=b"pipelines.secrets destination secrets")
-    return base64.urlsafe_b64encode(hkdf.derive(secret_key.encode())).decode()
-
-
-def encryption_keys() -> tuple[str, ...]:
-    """The configured keys, newest first."""
-    keys = tuple(key for key in settings.SECRETS_ENCRYPTION_KEYS if key)
-    return keys or (derived_key(settings.SECRET_KEY),)
-
-
-@functools.lru_cache(maxsize=4)
-def _keyring(keys: tuple[str, ...]) -> tuple[MultiFernet, Fernet]:
-    """Every key (to open and rotate) and the newest alone (to tell a token already under it); kept per key list."""
-    fernets = []
-    for position, key in enumerate(keys, start=1):
-        try:
-            fernets.append(Fernet(key))
-        except ValueError:
-            raise ImproperlyConfigured(
-                f"Key {position} of SECRETS_ENCRYPTION_KEYS is not a Fernet key (32 url-safe base64-encoded bytes); "
-                "see README (Configuration) for how to make one."
-            ) from None
-    return MultiFernet(fernets), fernets[0]
-
-
 def _keys() -> tuple[MultiFernet, Fernet]:
-    return _keyring(encryption_keys())
+    return keyring()
 
 
 def is_sealed(value) -> bool:

@@ -15,9 +15,11 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from organizations.models import Organization
+from tests.dashboards.factories import DashboardFactory
 from tests.workspace.factories import UserFactory
 from workspace.api.idempotency import record_digest
 from workspace.models import IdempotencyRecord
+from workspace.secrets import decrypt
 
 
 @pytest.fixture
@@ -136,7 +138,7 @@ def test_the_answer_is_kept_in_the_database_not_in_a_cache(client):
     second = create(client)
 
     record = record_of(client, "retry-1")
-    assert (record.state, record.status, bytes(record.body)) == ("done", 201, first.content)
+    assert (record.state, record.status, decrypt(bytes(record.body))) == ("done", 201, first.content)
     assert second["Idempotent-Replayed"] == "true"
     assert Organization.objects.filter(name="Acme").count() == 1
 
@@ -200,3 +202,19 @@ def test_the_purge_deletes_expired_records_only(client):
 
     assert "Deleted 7 expired" in output.getvalue()
     assert list(IdempotencyRecord.objects.all()) == [record_of(client, "fresh")]
+
+
+def test_a_kept_answer_is_encrypted_so_a_secret_shown_once_is_not_in_the_table(key_client, alice, project):
+    dashboard = DashboardFactory(project=project, created_by=alice)
+    client = key_client("sharing_configuration:write")
+    url = f"/api/projects/{project.pk}/dashboards/{dashboard.pk}/sharing/passwords/"
+
+    first = client.post(url, {"note": "Board"}, format="json", HTTP_IDEMPOTENCY_KEY="new-password")
+    replayed = client.post(url, {"note": "Board"}, format="json", HTTP_IDEMPOTENCY_KEY="new-password")
+
+    assert first.status_code == 201, first.content
+    password = first.json()["password"]
+    assert replayed.json()["password"] == password and replayed["Idempotent-Replayed"] == "true"
+    stored = bytes(record_of(client, "new-password").body)
+    assert password.encode() not in stored and b"Board" not in stored
+    assert decrypt(stored) == first.content

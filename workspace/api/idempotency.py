@@ -10,6 +10,9 @@ is claimed before the view runs, outside the view's transaction, by an INSERT th
 request make, committed at once so that a concurrent retry sees it. An expired record counts as absent; expired
 records are deleted by `manage.py purge_idempotency_records`. With the database down the claim fails and the
 request is a 503, as the view would be.
+
+A kept answer is encrypted (workspace.secrets): some answers are the only time a secret is shown (a new API key, a
+sharing password, a webhook's signing secret), and a dump of the table must not hold them.
 """
 
 import hashlib
@@ -24,6 +27,7 @@ from django.utils import timezone
 
 from workspace.api.exceptions import DATABASE_UNAVAILABLE, error_response, service_unavailable
 from workspace.models import IdempotencyRecord
+from workspace.secrets import decrypt, encrypt
 
 logger = logging.getLogger(__name__)
 
@@ -100,14 +104,14 @@ def settle(digest: str, response: HttpResponse | None) -> None:
             held.delete()
         else:
             headers = {name: response[name] for name in KEPT_HEADERS if response.has_header(name)}
-            held.update(state=DONE, status=response.status_code, headers=headers, body=response.content)
+            held.update(state=DONE, status=response.status_code, headers=headers, body=encrypt(response.content))
     except DatabaseError as error:
         # The database went away after the claim: the key stays in use (409) until it expires.
         logger.warning("Idempotency-Key record not settled (%s: %s).", type(error).__name__, str(error).strip())
 
 
 def replay(record: IdempotencyRecord) -> HttpResponse:
-    response = HttpResponse(bytes(record.body), status=record.status)
+    response = HttpResponse(decrypt(bytes(record.body)), status=record.status)
     for name, value in record.headers.items():
         response[name] = value
     response["Idempotent-Replayed"] = "true"
