@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # `make run`: Temporal's development server (unless TEMPORAL_ADDRESS names a Temporal already running), one
-# batch-export worker and the web server, on a migrated database with demo data. Ctrl-C, or any of the three
-# stopping, stops all three.
+# batch-export worker, the retry of invite mails that did not go out and the web server, on a migrated database with
+# demo data. Ctrl-C, or any of them stopping, stops them all.
 #
-# HOST/PORT: the web server's address (SITE_URL follows it unless set); TEMPORAL_PORT/TEMPORAL_UI_PORT: the
-# development server's ports (7233 and 8233); its database is data/temporal.sqlite3 and its log data/temporal.log.
+# HOST/PORT: the web server's address (SITE_URL follows it unless set). The development server listens on 127.0.0.1
+# only, on TEMPORAL_PORT (gRPC, 7233), TEMPORAL_UI_PORT (web UI, +1000), TEMPORAL_HTTP_PORT (HTTP API, +10) and
+# TEMPORAL_METRICS_PORT (Prometheus /metrics, +2000), each following TEMPORAL_PORT unless set; its history, matching
+# and worker services take free ports of 127.0.0.1 that `temporal server start-dev` picks (it has no option for
+# them). Its web UI fetches no news feed. Its database is data/temporal.sqlite3 and its log data/temporal.log.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,7 +16,9 @@ HOST=${HOST:-127.0.0.1}
 PORT=${PORT:-8000}
 export SITE_URL=${SITE_URL:-http://$HOST:$PORT}
 TEMPORAL_PORT=${TEMPORAL_PORT:-7233}
-TEMPORAL_UI_PORT=${TEMPORAL_UI_PORT:-8233}
+TEMPORAL_UI_PORT=${TEMPORAL_UI_PORT:-$((TEMPORAL_PORT + 1000))}
+TEMPORAL_HTTP_PORT=${TEMPORAL_HTTP_PORT:-$((TEMPORAL_PORT + 10))}
+TEMPORAL_METRICS_PORT=${TEMPORAL_METRICS_PORT:-$((TEMPORAL_PORT + 2000))}
 # Local destinations (a PostgreSQL on 127.0.0.1, a local S3) are fine in development.
 export BATCH_EXPORT_ALLOW_PRIVATE_DESTINATIONS=${BATCH_EXPORT_ALLOW_PRIVATE_DESTINATIONS:-true}
 
@@ -34,6 +39,7 @@ if [ -z "${TEMPORAL_ADDRESS:-}" ]; then
     temporal="$(dirname "$PY")/temporal"
     mkdir -p data
     "$temporal" server start-dev --ip 127.0.0.1 --port "$TEMPORAL_PORT" --ui-port "$TEMPORAL_UI_PORT" \
+        --http-port "$TEMPORAL_HTTP_PORT" --metrics-port "$TEMPORAL_METRICS_PORT" --ui-disable-news-fetch \
         --db-filename data/temporal.sqlite3 --log-level warn >>data/temporal.log 2>&1 &
     pids+=($!)
     export TEMPORAL_ADDRESS=127.0.0.1:$TEMPORAL_PORT
@@ -43,7 +49,8 @@ if [ -z "${TEMPORAL_ADDRESS:-}" ]; then
             break
         fi
         if ! kill -0 "${pids[0]}" 2>/dev/null || [ "$attempt" = 150 ]; then
-            echo "Temporal's development server did not start (ports $TEMPORAL_PORT, $TEMPORAL_UI_PORT free?):" >&2
+            ports="$TEMPORAL_PORT, $TEMPORAL_UI_PORT, $TEMPORAL_HTTP_PORT, $TEMPORAL_METRICS_PORT"
+            echo "Temporal's development server did not start (ports $ports free?):" >&2
             tail -n 20 data/temporal.log >&2
             exit 1
         fi
@@ -54,6 +61,8 @@ fi
 "$PY" manage.py migrate --noinput
 "$PY" manage.py seed_demo
 "$PY" manage.py batch_export_worker &
+pids+=($!)
+"$PY" manage.py send_pending_invites --every 60 &
 pids+=($!)
 "$PY" manage.py runserver "$HOST:$PORT" &
 pids+=($!)
