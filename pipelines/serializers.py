@@ -6,6 +6,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail
 
+from pipelines.destination_test import FAILED, PASSED, SKIPPED, STEP_NAMES
 from pipelines.destinations import URL_PATTERN, config_errors, path_problem, public_config
 from pipelines.exporters.query import QueryError, validate_query
 from pipelines.models import (
@@ -179,24 +180,69 @@ class BatchExportSerializer(ModelSerializer):
         return value
 
     def validate(self, attrs):
-        instance = self.instance
         if "destination_type" in attrs or "destination_config" in attrs:
-            destination_type = attrs.get("destination_type", instance.destination_type if instance else None)
-            config = attrs.get("destination_config", {} if instance is None else None)
-            same_type = instance is not None and destination_type == instance.destination_type
-            if config is None:
-                # Only the type was sent: keep the config when the type is unchanged, else start empty.
-                config = dict(instance.destination_config) if same_type else {}
-            elif same_type and isinstance(config, dict):
-                # PATCH merges config keys, so secrets the client never sees survive an edit.
-                config = {**instance.destination_config, **config}
-            errors = config_errors(destination_type, config)
-            if errors:
-                raise serializers.ValidationError({"destination": errors})
-            attrs["destination_type"] = destination_type
-            attrs["destination_config"] = config
+            attrs["destination_type"], attrs["destination_config"] = resolve_destination(attrs, self.instance)
         # start_at before end_at is a rule of the model (BatchExport.clean), checked when the service saves.
         return attrs
+
+
+def resolve_destination(attrs: dict, instance: BatchExport | None) -> tuple[str, dict]:
+    """The destination `(type, config)` that validated input gives, on its own (a create) or over a stored export
+    (a PATCH merges config keys); a 400 under `destination` when the config does not suit its type."""
+    destination_type = attrs.get("destination_type", instance.destination_type if instance else None)
+    config = attrs.get("destination_config", {} if instance is None else None)
+    same_type = instance is not None and destination_type == instance.destination_type
+    if config is None:
+        # Only the type was sent: keep the config when the type is unchanged, else start empty.
+        config = dict(instance.destination_config) if same_type else {}
+    elif same_type and isinstance(config, dict):
+        # PATCH merges config keys, so secrets the client never sees survive an edit.
+        config = {**instance.destination_config, **config}
+    errors = config_errors(destination_type, config)
+    if errors:
+        raise serializers.ValidationError({"destination": errors})
+    return destination_type, config
+
+
+class BatchExportDestinationTestSerializer(serializers.Serializer):
+    """An unsaved destination to test, validated as a create validates it."""
+
+    destination = BatchExportDestinationSerializer(source="*")
+
+    def validate(self, attrs):
+        attrs["destination_type"], attrs["destination_config"] = resolve_destination(attrs, None)
+        return attrs
+
+
+class BatchExportDestinationOverlaySerializer(serializers.Serializer):
+    """Config keys to change for a test of a stored destination, merged over the stored ones (its secrets
+    included) as a PATCH merges them; another type is tested whole, unsaved."""
+
+    config = serializers.JSONField(source="destination_config", required=False)
+
+    class Meta:
+        ref_name = "BatchExportDestinationOverlay"
+
+
+class BatchExportStoredDestinationTestSerializer(serializers.Serializer):
+    """A stored destination to test, optionally changed for the test only (nothing is saved)."""
+
+    destination = BatchExportDestinationOverlaySerializer(source="*", required=False)
+
+    def validate(self, attrs):
+        attrs["destination_type"], attrs["destination_config"] = resolve_destination(attrs, self.instance)
+        return attrs
+
+
+class DestinationTestStepSerializer(serializers.Serializer):
+    name = StrictCharField(help_text=f"One of {', '.join(STEP_NAMES)}, in that order; each type has its steps.")
+    status = serializers.ChoiceField(choices=[PASSED, FAILED, SKIPPED])
+    message = StrictCharField(help_text="What was done or went wrong; never a secret.")
+
+
+class DestinationTestResultSerializer(serializers.Serializer):
+    ok = serializers.BooleanField(help_text="Whether every step passed.")
+    steps = DestinationTestStepSerializer(many=True)
 
 
 class AwareDateTimeField(serializers.DateTimeField):

@@ -9,6 +9,7 @@ from rest_framework.generics import get_object_or_404
 from rest_framework.response import Response
 
 from organizations.tenancy import OrganizationScopedViewSet, ProjectScopedViewSet
+from pipelines.destination_test import check_destination
 from pipelines.destinations import public_config
 from pipelines.filters import BatchExportFilterSet, BatchExportLogFilterSet, EventFilterSet, PluginFilterSet
 from pipelines.models import (
@@ -24,10 +25,13 @@ from pipelines.permissions import PluginsAccessPermission
 from pipelines.serializers import (
     BatchExportBackfillRangeSerializer,
     BatchExportBackfillSerializer,
+    BatchExportDestinationTestSerializer,
     BatchExportRunLogSerializer,
     BatchExportRunSerializer,
     BatchExportSerializer,
+    BatchExportStoredDestinationTestSerializer,
     BatchExportUnpauseSerializer,
+    DestinationTestResultSerializer,
     EventSerializer,
     PluginActivitySerializer,
     PluginCatalogueEntrySerializer,
@@ -54,7 +58,7 @@ from pipelines.services import (
     plugin_upgrade,
 )
 from workspace.api.pagination import UncountedLimitOffsetPagination
-from workspace.api.viewsets import CreateMixin, DestroyMixin, ListMixin, RetrieveMixin, UpdateMixin
+from workspace.api.viewsets import BaseViewSet, CreateMixin, DestroyMixin, ListMixin, RetrieveMixin, UpdateMixin
 from workspace.models import ActivityLog
 from workspace.services import secret_mask
 
@@ -75,7 +79,10 @@ PROJECT_ACTIONS = [
     "unpause",
     "backfill",
     "logs",
+    "test_destination",
 ]
+# Tests of a destination: POSTs that change nothing and wait on the destination (DECISIONS.md §17).
+DESTINATION_TESTS = frozenset({"test_destination", "test_stored_destination"})
 
 
 LOG_FILTERS = [
@@ -149,6 +156,57 @@ class BatchExportViewSetMixin(ListMixin, CreateMixin, RetrieveMixin, UpdateMixin
     def destroy_object(self, instance):
         batch_export_delete(actor=self.request.user, batch_export=instance)
 
+    def dispatch(self, request, *args, **kwargs):
+        """A destination test waits on the destination (up to half a minute), so it runs outside the transaction
+        every write runs in: that would hold the export's row lock (and on SQLite the database's write lock) all
+        along. It changes nothing: no activity entry, no new ETag."""
+        if self.action_map.get(request.method.lower()) in DESTINATION_TESTS:
+            return super(BaseViewSet, self).dispatch(request, *args, **kwargs)
+        return super().dispatch(request, *args, **kwargs)
+
+    @property
+    def is_write(self) -> bool:
+        # A destination test only reads the export, with no transaction open: it takes no lock.
+        return super().is_write and self.action not in DESTINATION_TESTS
+
+    @extend_schema(
+        request=BatchExportDestinationTestSerializer,
+        responses=DestinationTestResultSerializer,
+        summary="Test an unsaved destination: connect, authenticate, write a test object and remove it",
+    )
+    @action(
+        detail=False,
+        methods=["post"],
+        url_path="test",
+        required_scopes=["batch_export:write"],
+        filter_backends=[],
+        pagination_class=None,
+    )
+    def test_destination(self, request, *args, **kwargs):
+        serializer = BatchExportDestinationTestSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        return Response(check_destination(data["destination_type"], data["destination_config"]))
+
+    @extend_schema(
+        request=BatchExportStoredDestinationTestSerializer,
+        responses=DestinationTestResultSerializer,
+        summary="Test the export's destination, optionally with config keys changed for the test only",
+    )
+    @action(
+        detail=True,
+        methods=["post"],
+        url_path="test",
+        required_scopes=["batch_export:write"],
+        filter_backends=[],
+        pagination_class=None,
+    )
+    def test_stored_destination(self, request, *args, **kwargs):
+        serializer = BatchExportStoredDestinationTestSerializer(self.get_object(), data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        return Response(check_destination(data["destination_type"], data["destination_config"]))
+
     @extend_schema(request=None, responses=BatchExportSerializer, summary="Pause the export (no change if paused)")
     @action(detail=True, methods=["post"], required_scopes=["batch_export:write"])
     def pause(self, request, *args, **kwargs):
@@ -208,6 +266,10 @@ class BatchExportViewSetMixin(ListMixin, CreateMixin, RetrieveMixin, UpdateMixin
         return self.get_paginated_response(BatchExportRunLogSerializer(self.paginate_queryset(lines), many=True).data)
 
 
+# The two test routes' paths are the same once their ids are left out: the stored one's operation id says which.
+@extend_schema_view(
+    test_stored_destination=extend_schema(operation_id="organizations_batch_exports_test_stored_create")
+)
 class OrganizationBatchExportViewSet(BatchExportViewSetMixin, OrganizationScopedViewSet):
     # /api/organizations/{organization_id}/batch_exports/: the exports of all the organization's projects
 
@@ -232,7 +294,12 @@ class OrganizationBatchExportViewSet(BatchExportViewSetMixin, OrganizationScoped
         return self.get_paginated_response(BatchExportRunSerializer(page, many=True).data)
 
 
-@extend_schema_view(**{name: extend_schema(parameters=[PROJECT_ID]) for name in PROJECT_ACTIONS})
+@extend_schema_view(
+    **{name: extend_schema(parameters=[PROJECT_ID]) for name in PROJECT_ACTIONS},
+    test_stored_destination=extend_schema(
+        parameters=[PROJECT_ID], operation_id="projects_batch_exports_test_stored_create"
+    ),
+)
 class ProjectBatchExportViewSet(BatchExportViewSetMixin, ProjectScopedViewSet):
     # /api/projects/{project_id}/batch_exports/: the project's exports (runs and backfills are routes of their own)
 

@@ -13,6 +13,9 @@ EXPORT = EXPORTS + "{batch_export_id}/"
 NEW_EXPORT = {"name": "Matrix export", "destination": {"type": "NoOp", "config": {}}, "interval": "hour"}
 QUERY = {"query": {"kind": "HogQLQuery", "query": "SELECT count() FROM events"}}
 BACKFILL = {"start_at": "2024-01-01T00:00:00Z", "end_at": "2024-01-01T02:00:00Z"}
+# Destination tests reach nothing with a NoOp destination: the unsaved one, and an overlay of a stored NoOp export.
+NOOP_TEST = {"destination": {"type": "NoOp", "config": {}}}
+NOOP_OVERLAY = {"destination": {"config": {}}}
 
 ROUTES = [
     Route("GET", "/api/projects/{project_id}/events/", "query:read", 200),
@@ -29,6 +32,8 @@ ROUTES = [
     Route("POST", EXPORT + "backfill/", "batch_export:write", 200, BACKFILL),
     Route("GET", EXPORT + "runs/", "batch_export:read", 200),
     Route("GET", EXPORT + "logs/", "batch_export:read", 200),
+    Route("POST", EXPORTS + "test/", "batch_export:write", 200, NOOP_TEST),
+    Route("POST", EXPORTS + "{noop_export_id}/test/", "batch_export:write", 200, NOOP_OVERLAY),
 ]
 
 # The reference's main route: the same operations under a project, plus runs and backfills.
@@ -47,6 +52,8 @@ ROUTES += [
     Route("POST", PROJECT_EXPORT + "unpause/", "batch_export:write", 200),
     Route("POST", PROJECT_EXPORT + "backfill/", "batch_export:write", 200, BACKFILL),
     Route("GET", PROJECT_EXPORT + "logs/", "batch_export:read", 200),
+    Route("POST", PROJECT_EXPORTS + "test/", "batch_export:write", 200, NOOP_TEST),
+    Route("POST", PROJECT_EXPORTS + "{noop_export_id}/test/", "batch_export:write", 200, NOOP_OVERLAY),
     Route("GET", RUNS, "batch_export:read", 200),
     Route("GET", RUNS + "{run_id}/", "batch_export:read", 200),
     Route("POST", RUNS + "{run_id}/retry/", "batch_export:write", 201),
@@ -93,6 +100,7 @@ def make_objects(*, user, organization, project) -> dict:
     run = BatchExportRunFactory(batch_export=project_export, backfill=backfill, status=BatchExportRun.Status.STARTING)
     BatchExportRunLogFactory(run=run)
     ids.update(project_export_id=project_export.pk, run_id=run.pk, backfill_id=backfill.pk)
+    ids["noop_export_id"] = BatchExportFactory(project=project, destination_type="NoOp", destination_config={}).pk
     for route_name, collection in COLLECTIONS.items():
         # latest_tag set so upgrade has somewhere to go.
         plugin = PluginFactory(organization=organization, collection=collection, latest_tag="2.0.0")
