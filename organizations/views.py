@@ -1,6 +1,7 @@
 from django.db import transaction
 from django.db.models import Prefetch
-from drf_spectacular.utils import extend_schema, extend_schema_view
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import exceptions
 from rest_framework.decorators import action
 from rest_framework.generics import get_object_or_404
@@ -297,7 +298,16 @@ class InviteAcceptViewSet(TenantViewSet):
     def activity_context(self, instance) -> dict:
         return {"organization_id": instance.organization_id}
 
-    @extend_schema(request=None, responses={200: MemberSerializer})
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "id", OpenApiTypes.UUID, OpenApiParameter.PATH, description="The invite's id, from the invite's link."
+            )
+        ],
+        request=None,
+        responses={200: MemberSerializer},
+        summary="Join the organization an invite addressed to you is for; answers your new membership",
+    )
     @action(detail=True, methods=["post"], required_scopes=["organization_member:write"])
     def accept(self, request, *args, **kwargs):
         # An invite addressed to someone else is not found, like an unknown one: its existence is not theirs to learn.

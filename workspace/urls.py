@@ -4,7 +4,7 @@ from drf_spectacular.views import SpectacularAPIView
 
 from dashboards.pages import shared_dashboard
 from workspace.health import healthz, readyz
-from workspace.views import DocsView, RedocView, api_not_found, landing_page
+from workspace.views import DocsView, RedocView, api_not_found, favicon, landing_page, redoc_bundle
 
 organization_routes = [
     path("", include("organizations.nested_urls")),
@@ -26,6 +26,8 @@ urlpatterns = [
     re_path(r"^api/schema/?$", SpectacularAPIView.as_view(), name="schema"),
     re_path(r"^api/docs/?$", DocsView.as_view(url_name="schema"), name="docs"),
     re_path(r"^api/redoc/?$", RedocView.as_view(url_name="schema"), name="redoc"),
+    path("api/redoc/redoc.standalone.js", redoc_bundle, name="redoc-bundle"),
+    path("favicon.ico", favicon, name="favicon"),
     path("api/", include("apikeys.urls")),
     path("api/", include("organizations.urls")),
     path("api/organizations/<str:organization_id>/", include(organization_routes)),

@@ -28,3 +28,21 @@ def test_the_docs_page_lists_the_operations_without_leaving_127_0_0_1(browser, l
         url for url in urls if urlsplit(url).scheme not in ("data", "blob") and urlsplit(url).hostname != "127.0.0.1"
     ]
     assert elsewhere == []
+
+
+@pytest.mark.parametrize("page", ["/api/docs/", "/api/redoc/"])
+def test_both_docs_pages_load_nothing_from_elsewhere_and_log_no_console_error(browser, live_service, page):
+    browser.get_log("browser")  # drop what earlier pages left
+    browser.get(f"{live_service.url}{page}")
+    if page == "/api/redoc/":
+        wait(browser, 30).until(lambda driver: driver.find_elements(By.CSS_SELECTOR, "[data-section-id]"))
+    else:
+        wait(browser, 30).until(lambda driver: len(driver.find_elements(By.CSS_SELECTOR, ".opblock")) >= 10)
+
+    urls = requested_urls(browser)
+    elsewhere = [
+        url for url in urls if urlsplit(url).scheme not in ("data", "blob") and urlsplit(url).hostname != "127.0.0.1"
+    ]
+    assert elsewhere == []
+    errors = [entry["message"] for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
+    assert errors == []
