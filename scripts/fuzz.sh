@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Fuzz a throwaway copy of the service against its own OpenAPI schema with Schemathesis.
-# A fresh SQLite database in a temporary folder, the demo data, gunicorn on a free port, then every
-# operation through the examples, coverage, fuzzing and stateful phases with every check.
-# Reproducible: a fixed seed (FUZZ_SEED) and a bounded number of examples (FUZZ_MAX_EXAMPLES).
+# A fresh database, the demo data, gunicorn on a free port, then every operation through the examples, coverage,
+# fuzzing and stateful phases with every check.
+# The database is a SQLite file in a temporary folder, or with FUZZ_DATABASE_URL=postgres://.../workspace_fuzz a
+# PostgreSQL database that is dropped and recreated (its name must contain "fuzz"): only PostgreSQL has the row
+# locks and transaction rules of production, so CI fuzzes there.
+# Reproducible: a fixed seed (FUZZ_SEED) and a bounded number of examples (FUZZ_MAX_EXAMPLES). FUZZ_CONFIG names the
+# Schemathesis settings (schemathesis.toml; `make fuzz-strict` uses schemathesis-strict.toml).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,7 +19,29 @@ cleanup() {
 }
 trap cleanup EXIT
 
-export DATABASE_URL="sqlite:///$WORKDIR/fuzz.sqlite3"
+if [ -n "${FUZZ_DATABASE_URL:-}" ]; then
+  export DATABASE_URL="$FUZZ_DATABASE_URL"
+  "$PY" - <<'PYTHON'
+import os
+import sys
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+from psycopg import sql
+
+parts = urlsplit(os.environ["DATABASE_URL"])
+name = parts.path.lstrip("/")
+if parts.scheme not in ("postgres", "postgresql") or "fuzz" not in name:
+    sys.exit(f"fuzz: FUZZ_DATABASE_URL must name a PostgreSQL database whose name contains 'fuzz', not {name!r}")
+with psycopg.connect(urlunsplit(parts._replace(path="/postgres")), autocommit=True) as connection:
+    connection.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+    connection.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+PYTHON
+else
+  export DATABASE_URL="sqlite:///$WORKDIR/fuzz.sqlite3"
+fi
+# The demo key file and anything else the service keeps on disk stay in the throwaway folder.
+export DATA_DIR="$WORKDIR"
 unset REDIS_URL
 export DEBUG=false
 export SECRET_KEY="fuzz-$(head -c 48 /dev/urandom | base64 | tr -d '/+=\n')"
@@ -36,7 +62,7 @@ PORT="$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); 
 SERVER_PID=$!
 
 status=0
-.venv/bin/schemathesis run "http://127.0.0.1:$PORT/api/schema/" \
+.venv/bin/schemathesis --config-file "${FUZZ_CONFIG:-schemathesis.toml}" run "http://127.0.0.1:$PORT/api/schema/" \
   --wait-for-schema 120 \
   --header "Authorization: Bearer $KEY" \
   --phases examples,coverage,fuzzing,stateful \

@@ -162,9 +162,13 @@ def _readable(fileno: int) -> bool:
 
 def prepared_cursor(connection, *, binary: bool = False):
     """A cursor of `connection` whose statements the database prepares once per connection, with their parameters
-    apart from the statement (workspace.postgresql); the connection's plain cursor on a backend without them.
+    apart from the statement (workspace.postgresql); the connection's plain cursor on a backend without them, and
+    behind a pooler in transaction mode (`DATABASE_POOLER=transaction`), where the next transaction may run on a
+    server connection that never saw the statement, or saw another one under the same name.
 
     `binary` asks for results in PostgreSQL's binary format, for columns whose binary reading gives the values the
     text one does (text, integers, booleans, date-times; not `jsonb`, which Django decodes itself)."""
     prepared = getattr(connection, "prepared_cursor", None)
-    return prepared(binary=binary) if prepared is not None else connection.cursor()
+    if prepared is None or getattr(settings, "DATABASE_POOLER", "none") == "transaction":
+        return connection.cursor()
+    return prepared(binary=binary)

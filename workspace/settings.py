@@ -153,10 +153,25 @@ else:
     # dearer than reading the whole table: on SSDs, or a working set in memory, 1.1 is the usual setting, and the
     # list pages then join their ids through the primary key instead of scanning every row.
     DATABASE_RANDOM_PAGE_COST = env_float("DATABASE_RANDOM_PAGE_COST", 1.1)
-    _options["options"] = (
-        f"{_options.get('options', '')} -c statement_timeout={DATABASE_STATEMENT_TIMEOUT_MS} -c jit=off"
-        f" -c random_page_cost={DATABASE_RANDOM_PAGE_COST}"
-    ).strip()
+    # Behind PgBouncer (DATABASE_POOLER=session or transaction) the settings above are not sent as startup options,
+    # which PgBouncer refuses: they are set on the database role instead (README, "Connection poolers"). In
+    # transaction mode each transaction, and each statement outside one, may run on another server connection, shared
+    # with other processes, so nothing may outlive a transaction: no statement is prepared (psycopg's
+    # `prepare_threshold` None; workspace.db.prepared_cursor prepares nothing either) and no server-side cursor is
+    # opened (Django holds them across transactions). Django's `SET TIME ZONE`, sent only when the server's zone is
+    # not UTC, is safe: PgBouncer keeps the time zone per client. Connections to the pooler are kept (CONN_MAX_AGE)
+    # and checked (workspace.db.drop_dead_connections) as any others.
+    DATABASE_POOLER = os.environ.get("DATABASE_POOLER", "").strip().lower() or "none"
+    if DATABASE_POOLER not in ("none", "session", "transaction"):
+        raise ImproperlyConfigured(f"DATABASE_POOLER must be none, session or transaction, not {DATABASE_POOLER!r}.")
+    if DATABASE_POOLER == "none":
+        _options["options"] = (
+            f"{_options.get('options', '')} -c statement_timeout={DATABASE_STATEMENT_TIMEOUT_MS} -c jit=off"
+            f" -c random_page_cost={DATABASE_RANDOM_PAGE_COST}"
+        ).strip()
+    if DATABASE_POOLER == "transaction":
+        _options["prepare_threshold"] = None
+        DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
 
 # `manage.py runserver` serves every request in a thread of its own, and a connection kept open for reuse would
 # outlive its thread: one leaked connection per request until the database refuses more. The development server
