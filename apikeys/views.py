@@ -13,6 +13,9 @@ class PersonalAPIKeyViewSet(BaseViewSet, mixins.RetrieveModelMixin):
     lookup_value_regex = "@current"
     queryset = PersonalAPIKey.objects.none()
 
+    def check_object_exists(self) -> None:
+        """`@current` is the key of the request itself."""
+
     @extend_schema(summary="The key that authenticated this request")
     def retrieve(self, request, *args, **kwargs):
         if not isinstance(request.auth, PersonalAPIKey):

@@ -31,7 +31,9 @@ class Organization(models.Model):
     is_member_join_email_enabled = models.BooleanField(default=True)
     enforce_2fa = models.BooleanField(null=True, blank=True)
     allow_publicly_shared_resources = models.BooleanField(
-        default=True, help_text="Off: every public page of the organization is gone and none can be turned on."
+        default=True,
+        db_default=True,  # rows written by code that predates the column get the default too
+        help_text="Off: every public page of the organization is gone and none can be turned on.",
     )
     metadata = models.TextField(blank=True, default="")
     customer_id = models.CharField(max_length=200, null=True, blank=True)

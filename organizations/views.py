@@ -298,6 +298,15 @@ class InviteAcceptViewSet(TenantViewSet):
     def activity_context(self, instance) -> dict:
         return {"organization_id": instance.organization_id}
 
+    def check_object_exists(self) -> None:
+        self.invite()
+
+    def invite(self) -> Invite:
+        """The invite named in the URL if it is addressed to the caller; an invite for someone else is not found,
+        like an unknown one: its existence is not theirs to learn."""
+        addressed = Invite.objects.filter(target_email__iexact=self.request.user.email)
+        return get_object_or_404(addressed, pk=self.kwargs[self.lookup_field])
+
     @extend_schema(
         parameters=[
             OpenApiParameter(
@@ -310,9 +319,7 @@ class InviteAcceptViewSet(TenantViewSet):
     )
     @action(detail=True, methods=["post"], required_scopes=["organization_member:write"])
     def accept(self, request, *args, **kwargs):
-        # An invite addressed to someone else is not found, like an unknown one: its existence is not theirs to learn.
-        addressed = Invite.objects.filter(target_email__iexact=request.user.email)
-        invite = get_object_or_404(addressed, pk=self.kwargs[self.lookup_field])
+        invite = self.invite()
         scoped = key_scoped_organizations(request)
         if scoped is not None and str(invite.organization_id) not in scoped:
             raise exceptions.NotFound("Invite not found.")

@@ -186,7 +186,7 @@ class BatchExportViewSetMixin(ListMixin, CreateMixin, RetrieveMixin, UpdateMixin
         serializer = BatchExportDestinationTestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        return Response(check_destination(data["destination_type"], data["destination_config"]))
+        return self.object_response(data=check_destination(data["destination_type"], data["destination_config"]))
 
     @extend_schema(
         request=BatchExportStoredDestinationTestSerializer,
@@ -205,7 +205,7 @@ class BatchExportViewSetMixin(ListMixin, CreateMixin, RetrieveMixin, UpdateMixin
         serializer = BatchExportStoredDestinationTestSerializer(self.get_object(), data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        return Response(check_destination(data["destination_type"], data["destination_config"]))
+        return self.object_response(data=check_destination(data["destination_type"], data["destination_config"]))
 
     @extend_schema(request=None, responses=BatchExportSerializer, summary="Pause the export (no change if paused)")
     @action(detail=True, methods=["post"], required_scopes=["batch_export:write"])

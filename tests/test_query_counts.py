@@ -272,7 +272,15 @@ CASES = [
         ("sharing_configuration:read",),
         lambda n, w: f"{w.project_url}/dashboards/{dashboard_with_tiles(w, n).id}/sharing/",
         # The first read creates the configuration, so reads run in a transaction (a savepoint inside the test's).
-        ["savepoint", KEY, PROJECT, "select dashboards_dashboard", "select dashboards_sharingconfiguration", "release"],
+        [
+            "savepoint",
+            KEY,
+            PROJECT,
+            "select dashboards_dashboard",
+            "select dashboards_sharingconfiguration",
+            "select dashboards_sharingpassword",
+            "release",
+        ],
         rows=None,
     ),
     Case(

@@ -13,6 +13,6 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='organization',
             name='allow_publicly_shared_resources',
-            field=models.BooleanField(default=True, help_text='Off: every public page of the organization is gone and none can be turned on.'),
+            field=models.BooleanField(db_default=True, default=True, help_text='Off: every public page of the organization is gone and none can be turned on.'),
         ),
     ]

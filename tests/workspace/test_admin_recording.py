@@ -288,12 +288,13 @@ def test_pause_records_only_exports_that_were_running(admin_client, project):
     run_action(admin_client, BatchExport, "pause", [running, paused])
     [entry] = entries()
     assert entry.item_id == str(running.pk)
-    assert entry.detail["before"] == {"paused": False, "last_paused_at": None}
+    assert entry.detail["before"] == {"paused": False, "paused_reason": None, "last_paused_at": None}
     assert entry.detail["after"]["paused"] is True
 
     run_action(admin_client, BatchExport, "unpause", [running])
     run_action(admin_client, BatchExport, "unpause", [running])
-    assert [(e.item_id, e.detail["after"]) for e in entries()[1:]] == [(str(running.pk), {"paused": False})]
+    unpaused = {"paused": False, "paused_reason": None}
+    assert [(e.item_id, e.detail["after"]) for e in entries()[1:]] == [(str(running.pk), unpaused)]
 
 
 def test_verify_records_the_domains_it_verified(admin_client, operator, organization, settings):

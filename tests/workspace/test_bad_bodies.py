@@ -14,6 +14,7 @@ BODIES = ["null", "[]", '"text"', "1", "true", '{"name": {"nested": []}, "level"
 def test_odd_bodies_get_a_clear_error_or_are_ignored(entry, body, matrix, key_client):
     module, route = entry
     url = matrix(module, route)
+    entries = ActivityLog.objects.count()  # the routes' objects may come with history of their own
     client = key_client("*")
     client.raise_request_exception = False
     response = getattr(client, route.method.lower())(url, data=body, content_type="application/json")
@@ -21,4 +22,4 @@ def test_odd_bodies_get_a_clear_error_or_are_ignored(entry, body, matrix, key_cl
     if response.status_code >= 400:
         error = response.json()
         assert set(error) == {"type", "code", "detail", "attr"}
-        assert not ActivityLog.objects.exists()
+        assert ActivityLog.objects.count() == entries

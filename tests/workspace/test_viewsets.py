@@ -55,9 +55,11 @@ def test_services_and_serializers_check_no_levels_and_raise_no_permission_errors
 
 
 def test_workspace_api_imports_no_app():
-    """The plumbing sits on the user model and the activity log (workspace.models, workspace.services) only."""
+    """The plumbing sits on the user model, the activity log and the encryption keys (workspace.models,
+    workspace.services, workspace.secrets) only."""
     pattern = re.compile(
-        r"^\s*(from|import) (workspace\.(?!api|models|services)|apikeys|organizations|dashboards|pipelines)\b", re.M
+        r"^\s*(from|import) (workspace\.(?!api|models|services|secrets)|apikeys|organizations|dashboards|pipelines)\b",
+        re.M,
     )
     for path in (ROOT / "workspace" / "api").rglob("*.py"):
         assert not pattern.search(path.read_text()), f"{path.relative_to(ROOT)} imports an app (STYLE.md #2)."
@@ -71,7 +73,8 @@ def test_the_user_model_and_the_activity_log_sit_below_the_plumbing(module):
 
 
 # STYLE.md #2: the user model and plumbing, tenancy, keys, then the features.
-LAYERS = ["workspace", "organizations", "apikeys", ("dashboards", "pipelines")]
+# Dashboards' insights compute through pipelines' query layer; pipelines never use dashboards.
+LAYERS = ["workspace", "organizations", "apikeys", "pipelines", "dashboards"]
 
 
 def layer_of(package: str) -> int:

@@ -4,6 +4,21 @@ from django.http import JsonResponse
 from workspace.api.exceptions import DATABASE_UNAVAILABLE, error_response, service_unavailable
 
 
+class HeadMiddleware:
+    """A HEAD answer is the GET answer's headers without its body. Django leaves dropping the body to the server and
+    gunicorn sends it, which a kept-alive client then reads as the start of the next answer."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        if request.method == "HEAD" and not response.streaming:
+            response["Content-Length"] = str(len(response.content))
+            response.content = b""
+        return response
+
+
 class APIRequestSizeMiddleware:
     """Answers 413 with the JSON error body when an API request declares a body over the size limit.
 
