@@ -15,6 +15,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods
 from rest_framework.exceptions import Throttled
 
+from dashboards.charts import shared_tiles
 from dashboards.models import SharingConfiguration, SharingPassword
 from dashboards.selectors import shared_dashboard_get
 from dashboards.services import sharing_password_matching
@@ -48,7 +49,7 @@ def shared_dashboard(request, access_token: str):
             return page(request, LOCKED_PAGE, {"wrong": False}, status=403)
     elif request.method == "POST":
         return HttpResponseNotAllowed(["GET", "HEAD"])
-    return page(request, "dashboards/shared_dashboard.html", {"dashboard": dashboard})
+    return page(request, "dashboards/shared_dashboard.html", {"dashboard": dashboard, "tiles": shared_tiles(dashboard)})
 
 
 def unlock(request, configuration: SharingConfiguration):

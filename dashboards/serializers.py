@@ -1,3 +1,4 @@
+from django.db import models
 from django.db.models import Prefetch
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -16,10 +17,12 @@ from dashboards.models import (
     Text,
 )
 from dashboards.permissions import can_edit
+from dashboards.results import CACHE_ONLY, RESULT_FIELDS, insight_result
 from dashboards.selectors import live_tiles, shown_tiles
 from dashboards.services import clean_tags
 from dashboards.template_library import TemplateError, bundled_templates, validate_layouts, validate_template
 from organizations.models import Membership
+from pipelines.query.runner import REFRESH_MODES
 from workspace.api.fields import StrictBooleanField, StrictCharField, StrictIntegerChoiceField
 from workspace.api.serializers import ModelSerializer
 from workspace.models import ActivityLog
@@ -79,8 +82,56 @@ class DashboardIdsField(serializers.ListField):
         return instance.dashboard_ids
 
 
+class InsightResultMixin:
+    """A read-only field of the insight's result (dashboards.results.RESULT_FIELDS, named as the field), from the
+    response's InsightResults (serializer context `insight_results`, made by the view with the request's `refresh`)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(source="*", read_only=True, **kwargs)
+
+    def get_attribute(self, insight: Insight):
+        results = self.context.get("insight_results")
+        if results is None:  # outside a view: the cached result only
+            return insight_result(insight, project=insight.project, refresh=CACHE_ONLY)[self.field_name]
+        return results.of(insight)[self.field_name]
+
+
+class InsightResultJSONField(InsightResultMixin, serializers.JSONField):
+    pass
+
+
+class InsightResultBooleanField(InsightResultMixin, serializers.BooleanField):
+    pass
+
+
+class InsightResultCharField(InsightResultMixin, serializers.CharField):
+    pass
+
+
+class InsightResultDateTimeField(InsightResultMixin, serializers.DateTimeField):
+    pass
+
+
+class InsightResultListField(InsightResultMixin, serializers.ListField):
+    pass
+
+
+class InsightListSerializer(serializers.ListSerializer):
+    """A page of insights, whose cached results are read in one round trip before the rows are shown."""
+
+    def to_representation(self, data):
+        insights = list(data.all() if isinstance(data, models.manager.BaseManager) else data)
+        results = self.context.get("insight_results")
+        if results is not None:
+            results.preload(insights)
+        return super().to_representation(insights)
+
+
 class InsightSerializer(ModelSerializer):
-    """An insight (the reference's shape), and the input of create, PATCH and PUT."""
+    """An insight (the reference's shape), and the input of create, PATCH and PUT.
+
+    Its result (`result`, `last_refresh`, `is_cached`, ...) is read or computed as the request's `refresh` says
+    (dashboards.results): a list or a write shows the cached one, a detail GET computes a stale one by default."""
 
     created_by = UserBasicSerializer(read_only=True)
     last_modified_by = UserBasicSerializer(read_only=True)
@@ -90,9 +141,21 @@ class InsightSerializer(ModelSerializer):
     dashboards = DashboardIdsField(required=False)
     # The reference's insights carry `updated_at` beside `last_modified_at`, and its agent toolkit requires it.
     updated_at = serializers.DateTimeField(source="last_modified_at", read_only=True)
+    result = InsightResultJSONField(allow_null=True, help_text="The query's results; null when not computed.")
+    hasMore = InsightResultBooleanField(allow_null=True)  # noqa: N815 - the reference's name
+    columns = InsightResultListField(child=serializers.CharField(), allow_null=True)
+    types = InsightResultListField(child=serializers.JSONField(), allow_null=True)
+    last_refresh = InsightResultDateTimeField(allow_null=True, help_text="When the result was computed.")
+    next_allowed_client_refresh = InsightResultDateTimeField(allow_null=True)
+    is_cached = InsightResultBooleanField(help_text="Whether the result came from the cache.")
+    timezone = InsightResultCharField(help_text="The time zone of the result's dates and buckets.")
+    error = InsightResultCharField(
+        allow_null=True, help_text="Why there is no result: the query cannot be computed as stored."
+    )
 
     class Meta:
         model = Insight
+        list_serializer_class = InsightListSerializer
         fields = [
             "id",
             "short_id",
@@ -109,6 +172,7 @@ class InsightSerializer(ModelSerializer):
             "last_modified_by",
             "updated_at",
             "deleted",
+            *RESULT_FIELDS,
         ]
         read_only_fields = ["id", "short_id", "created_at", "created_by", "last_modified_at", "last_modified_by"]
 
@@ -158,6 +222,13 @@ class ShownTilesSerializer(serializers.ListSerializer):
         if "tiles" in getattr(instance, "_prefetched_objects_cache", {}):
             return instance.tiles.all()
         return shown_tiles().filter(dashboard=instance)
+
+    def to_representation(self, data):
+        tiles = list(data.all() if isinstance(data, models.manager.BaseManager) else data)
+        results = self.context.get("insight_results")
+        if results is not None:  # the tiles' cached results, read in one round trip
+            results.preload(tile.insight for tile in tiles)
+        return super().to_representation(tiles)
 
 
 class DashboardTileSerializer(ModelSerializer):
@@ -373,6 +444,19 @@ class DashboardVersionSerializer(ModelSerializer):
 
 class RevertToVersionSerializer(serializers.Serializer):
     version_id = serializers.UUIDField()
+
+
+class RefreshSerializer(serializers.Serializer):
+    """`?refresh=` on a GET that shows insights: blocking (cached while fresh, else computed), force_blocking (always
+    computed) or force_cache (never computed); anything else is a 400 naming `refresh`."""
+
+    refresh = serializers.ChoiceField(choices=REFRESH_MODES, required=False)
+
+    @classmethod
+    def mode(cls, query_params, default: str) -> str:
+        serializer = cls(data=query_params)
+        serializer.is_valid(raise_exception=True)
+        return serializer.validated_data.get("refresh", default)
 
 
 class DryRunSerializer(serializers.Serializer):

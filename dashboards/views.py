@@ -18,6 +18,7 @@ from dashboards.permissions import (
     OrganizationAllowsPublicSharing,
     requested_dashboard_ids,
 )
+from dashboards.results import CACHE_ONLY, InsightResults, without_results
 from dashboards.selectors import dashboard_versions, state_after, template_document
 from dashboards.serializers import (
     CopyTileSerializer,
@@ -30,6 +31,7 @@ from dashboards.serializers import (
     MoveTileSerializer,
     NewSharingPasswordResponseSerializer,
     NewSharingPasswordSerializer,
+    RefreshSerializer,
     ReorderTilesSerializer,
     RevertToVersionSerializer,
     SharedLinkSerializer,
@@ -56,6 +58,9 @@ from dashboards.services import (
 )
 from organizations.models import Membership
 from organizations.tenancy import OrganizationScopedViewSet, ProjectScopedViewSet
+from pipelines.query.errors import QueryError
+from pipelines.query.runner import REFRESH_MODES
+from workspace.api.throttling import QueryRateThrottle
 from workspace.api.viewsets import CreateMixin, DestroyMixin, ListMixin, RetrieveMixin, UpdateMixin
 from workspace.services import secret_mask
 
@@ -74,6 +79,11 @@ class DashboardScopedMixin:
         """The project's dashboards, with what the caller's rights over each depend on."""
         return self.project.dashboards.for_caller(self.request.user)
 
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        if "dashboard_id" in self.kwargs:
+            self.dashboard  # noqa: B018 - a 404 for a dashboard the caller cannot see, whatever the method
+
     @cached_property
     def dashboard(self) -> Dashboard:
         """The (not deleted) dashboard named in the URL, for routes nested under one; else a 404."""
@@ -86,6 +96,47 @@ class DashboardScopedMixin:
             raise exceptions.NotFound("Dashboard not found.")
         dashboard.project = self.project
         return dashboard
+
+
+REFRESH = OpenApiParameter(
+    "refresh",
+    OpenApiTypes.STR,
+    enum=list(REFRESH_MODES),
+    description="How insights' results are shown: blocking (cached while fresh, else computed), force_blocking "
+    "(always computed) or force_cache (never computed).",
+)
+
+
+class InsightResultsMixin:
+    """Views that show insights with their results (dashboards.results). A detail GET reads `?refresh=` (default:
+    `default_refresh`); lists and writes show cached results only, and never compute. Results are not content: they
+    are left out of the activity log's comparisons and of the ETag."""
+
+    default_refresh = CACHE_ONLY
+
+    def get_serializer_context(self):
+        context = super().get_serializer_context()
+        context["insight_results"] = InsightResults(
+            project=self.project, refresh=self.refresh_mode(), before_compute=self.throttle_computation
+        )
+        return context
+
+    def refresh_mode(self) -> str:
+        if self.action != "retrieve":
+            return CACHE_ONLY
+        return RefreshSerializer.mode(self.request.query_params, self.default_refresh)
+
+    def throttle_computation(self) -> None:
+        """Computations, not cache hits, count against the caller's query rate (`API_QUERY_RATE`)."""
+        throttle = QueryRateThrottle()
+        if not throttle.allow_request(self.request, self):
+            self.throttled(self.request, throttle.wait())
+
+    def activity_state(self, instance, representation: dict) -> dict:
+        return without_results(super().activity_state(instance, representation))
+
+    def etag_state(self, representation: dict) -> dict:
+        return without_results(super().etag_state(representation))
 
 
 class SoftDeleteOnlyMixin:
@@ -110,12 +161,18 @@ def soft_delete_schema(what: str):
 @extend_schema_view(
     list=extend_schema(parameters=[PROJECT_ID]),
     create=extend_schema(parameters=[PROJECT_ID]),
-    retrieve=extend_schema(parameters=[PROJECT_ID]),
+    retrieve=extend_schema(
+        parameters=[PROJECT_ID, REFRESH],
+        description="The dashboard with its tiles; each insight carries its cached result, and with `?refresh=` "
+        "the stale ones are computed (each within the query timeout). A tile whose query cannot be computed has "
+        "`result: null` and an `error`, and the dashboard still shows.",
+    ),
     update=extend_schema(parameters=[PROJECT_ID]),
     partial_update=extend_schema(parameters=[PROJECT_ID]),
     destroy=soft_delete_schema("Dashboards"),
 )
 class DashboardViewSet(
+    InsightResultsMixin,
     DashboardScopedMixin,
     SoftDeleteOnlyMixin,
     ProjectScopedViewSet,
@@ -141,6 +198,13 @@ class DashboardViewSet(
 
     def get_serializer_class(self):
         return DashboardBasicSerializer if self.action == "list" else DashboardSerializer
+
+    def throttle_computation(self) -> None:
+        # A tile over the rate is that tile's error; the dashboard and its other tiles still show.
+        try:
+            super().throttle_computation()
+        except exceptions.Throttled as refusal:
+            raise QueryError(str(refusal.detail), code="throttled") from refusal
 
     def create_object(self, data):
         data = dict(data)
@@ -263,7 +327,7 @@ class DashboardViewSet(
     def template_json(self, request, *args, **kwargs):
         """The dashboard as the template document `create_from_template_json` takes: name, description, filters,
         tags and tiles with their insights' queries or texts' bodies, layouts and colours; no ids, no users."""
-        return Response(template_document(self.get_object()))
+        return self.object_response(data=template_document(self.get_object()))
 
     @extend_schema(
         parameters=[
@@ -363,6 +427,10 @@ class DashboardSharingViewSet(DashboardScopedMixin, ProjectScopedViewSet, Update
         self.configuration()
         return super().get_object()
 
+    def check_object_exists(self) -> None:
+        # The configuration is made on first access, by a GET: describing the route reads only its dashboard.
+        self.dashboard  # noqa: B018 - a 404 for a dashboard the caller cannot see
+
     def activity_state(self, instance, representation: dict) -> dict:
         # Whoever holds the token sees the dashboard: the log keeps a digest of it, so a new token still shows.
         return {**representation, "access_token": secret_mask(representation["access_token"])}
@@ -439,23 +507,34 @@ class SharingPasswordViewSet(DashboardScopedMixin, ProjectScopedViewSet, CreateM
         password, raw_password = sharing_password_create(
             actor=request.user, configuration=configuration, **serializer.validated_data
         )
-        return Response({**self.record_created(password), "password": raw_password}, status=status.HTTP_201_CREATED)
+        data = {**self.record_created(password), "password": raw_password}
+        return self.object_response(data=data, status_code=status.HTTP_201_CREATED)
 
     def destroy_object(self, instance):
         sharing_password_delete(actor=self.request.user, password=instance)
 
 
 @extend_schema_view(
-    list=extend_schema(parameters=[PROJECT_ID]),
+    list=extend_schema(
+        parameters=[PROJECT_ID], description="The project's insights, each with its cached result (never computed)."
+    ),
     create=extend_schema(parameters=[PROJECT_ID]),
-    retrieve=extend_schema(parameters=[PROJECT_ID]),
+    retrieve=extend_schema(
+        parameters=[PROJECT_ID, REFRESH],
+        description="The insight with its result, computed when stale (`?refresh=blocking`, the default). A query "
+        "that cannot be computed gives `result: null` and an `error`. The ETag is that of the insight: a new result "
+        "does not change it.",
+    ),
     update=extend_schema(parameters=[PROJECT_ID]),
     partial_update=extend_schema(parameters=[PROJECT_ID]),
     destroy=soft_delete_schema("Insights"),
 )
-class InsightViewSet(SoftDeleteOnlyMixin, ProjectScopedViewSet, ListMixin, CreateMixin, RetrieveMixin, UpdateMixin):
+class InsightViewSet(
+    InsightResultsMixin, SoftDeleteOnlyMixin, ProjectScopedViewSet, ListMixin, CreateMixin, RetrieveMixin, UpdateMixin
+):
     # /api/projects/{project_id}/insights/
     scope_object = "insight"
+    default_refresh = "blocking"
     queryset = Insight.objects.none()
     serializer_class = InsightSerializer
     filterset_class = InsightFilterSet

@@ -6,7 +6,12 @@ import pytest
 pytest.importorskip("selenium", reason="needs Selenium: pip install -e '.[dev]'")
 
 
+import datetime as dt
+import io
+
 from django.contrib.auth.hashers import PBKDF2PasswordHasher
+from django.utils import timezone
+from PIL import Image
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as EC
 
@@ -18,6 +23,7 @@ from dashboards.services import (
 )
 from tests.browser.pages import requested_urls, wait
 from tests.dashboards.factories import DashboardFactory, DashboardTileFactory
+from tests.pipelines.factories import EventFactory
 
 SCRIPT_BODY = "<script>window.pwned = 1</script> & <b>not bold</b>"
 
@@ -33,7 +39,10 @@ def test_the_shared_page_shows_the_tiles(browser, live_service, alice, project):
     browser.get(f"{live_service.url}/shared/{configuration.access_token}")
 
     assert browser.find_element(By.TAG_NAME, "h1").text == "Weekly <numbers>"
-    tiles = [tile.text for tile in browser.find_elements(By.CSS_SELECTOR, "ul.tiles > li.tile")]
+    tiles = [
+        tile.find_element(By.CSS_SELECTOR, "h2, .text").text
+        for tile in browser.find_elements(By.CSS_SELECTOR, "ul.tiles > li.tile")
+    ]
     assert tiles == ["Signups per day", SCRIPT_BODY]
     assert browser.find_elements(By.CSS_SELECTOR, ".text-tile b") == []  # the body is text, not markup
     assert browser.execute_script("return window.pwned === undefined")
@@ -65,7 +74,9 @@ def test_a_protected_page_asks_for_a_password_and_forgets_a_revoked_one(browser,
     browser.find_element(By.ID, "password").send_keys("open sesame 2026")
     browser.find_element(By.CSS_SELECTOR, "form [type=submit]").click()
     wait(browser).until(EC.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Board numbers"))
-    assert [tile.text for tile in browser.find_elements(By.CSS_SELECTOR, "ul.tiles > li.tile")] == ["Revenue per month"]
+    assert [tile.text for tile in browser.find_elements(By.CSS_SELECTOR, "ul.tiles > li.tile h2")] == [
+        "Revenue per month"
+    ]
     cookie = browser.get_cookie("shared_unlock")
     assert cookie["httpOnly"] is True
     assert browser.execute_script("return document.cookie").find("shared_unlock") == -1
@@ -73,4 +84,39 @@ def test_a_protected_page_asks_for_a_password_and_forgets_a_revoked_one(browser,
     sharing_password_delete(actor=alice, password=password)
     browser.get(page)
     assert browser.find_element(By.TAG_NAME, "h1").text == "This dashboard is protected"
+    assert all(url.startswith(live_service.url) for url in requested_urls(browser))
+
+
+def test_the_shared_page_draws_charts_without_script_or_console_errors(browser, live_service, alice, project):
+    dashboard = DashboardFactory(project=project, created_by=alice, name="Traffic")
+    views = {"kind": "InsightVizNode", "source": {"kind": "TrendsQuery", "series": [{"event": "$pageview"}]}}
+    funnel = {"kind": "InsightVizNode", "source": {"kind": "FunnelsQuery", "series": []}}
+    DashboardTileFactory(dashboard=dashboard, order=0, insight__project=project, insight__query=views)
+    DashboardTileFactory(dashboard=dashboard, order=1, insight__project=project, insight__query=funnel)
+    for day in range(3):
+        EventFactory(project=project, event="$pageview", timestamp=timezone.now() - dt.timedelta(days=day))
+    configuration, _ = sharing_configuration_get_or_create(actor=alice, dashboard=dashboard)
+    configuration = sharing_configuration_update(actor=alice, configuration=configuration, enabled=True)
+    browser.get_log("browser")  # drop what earlier pages logged
+
+    browser.get(f"{live_service.url}/shared/{configuration.access_token}")
+
+    chart = browser.find_element(By.CSS_SELECTOR, "svg.chart")
+    assert chart.is_displayed() and chart.size["width"] > 200 and chart.size["height"] > 80
+    [line] = chart.find_elements(By.TAG_NAME, "polyline")
+    assert line.get_attribute("stroke") == "#1d4aff" and len(line.get_attribute("points").split()) == 8
+    assert "No data" in browser.find_elements(By.CSS_SELECTOR, "ul.tiles > li.tile")[1].text
+    # The numbers are there for whoever cannot see the chart, folded away for whoever can.
+    table = browser.find_element(By.CSS_SELECTOR, "details table")
+    assert (
+        table.find_element(By.TAG_NAME, "caption").get_attribute("textContent")
+        == dashboard.tiles.get(order=0).insight.name
+    )
+    # The screenshot shows the line: some of its pixels are the series' colour.
+    png = Image.open(io.BytesIO(chart.screenshot_as_png)).convert("RGB")
+    blue = sum(
+        1 for pixel in png.getdata() if abs(pixel[0] - 0x1D) < 40 and abs(pixel[1] - 0x4A) < 40 and pixel[2] > 200
+    )
+    assert blue > 50, "the line is not drawn"
+    assert [entry for entry in browser.get_log("browser") if entry["level"] in ("SEVERE", "WARNING")] == []
     assert all(url.startswith(live_service.url) for url in requested_urls(browser))

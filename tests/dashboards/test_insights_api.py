@@ -1,5 +1,6 @@
 """Insights: list (filters), create, retrieve, PATCH and PUT, soft delete, and the dashboards showing them."""
 
+import datetime as dt
 import re
 
 import pytest
@@ -13,6 +14,7 @@ from tests.dashboards.factories import (
     InsightFactory,
 )
 from tests.dashboards.test_dashboards_api import timestamp, user_json
+from tests.pipelines.query.conftest import frozen_now  # noqa: F401 - a fixture
 from workspace.models import ActivityLog
 
 
@@ -23,6 +25,21 @@ def insights_url(project, insight=None) -> str:
 
 def dashboard_url(project, dashboard) -> str:
     return f"/api/projects/{project.pk}/dashboards/{dashboard.pk}/"
+
+
+def not_computed(project, error: str | None = None) -> dict:
+    """The result fields of an insight whose result is neither cached nor computed (`error`: why it cannot be)."""
+    return {
+        "result": None,
+        "hasMore": None,
+        "columns": None,
+        "types": None,
+        "last_refresh": None,
+        "next_allowed_client_refresh": None,
+        "is_cached": False,
+        "timezone": project.time_zone,
+        "error": error,
+    }
 
 
 def expected_insight(insight: Insight, **changes) -> dict:
@@ -43,6 +60,7 @@ def expected_insight(insight: Insight, **changes) -> dict:
         "last_modified_by": user_json(insight.last_modified_by),
         "updated_at": timestamp(insight.last_modified_at),
         "deleted": insight.deleted,
+        **not_computed(insight.project),
         **changes,
     }
 
@@ -75,7 +93,16 @@ def insight(project, alice, bob, dashboard):
 
 
 class TestGoldenResponse:
-    def test_retrieve_returns_the_full_shape(self, key_client, project, alice, bob, dashboard, insight):
+    def test_retrieve_returns_the_full_shape(
+        self,
+        key_client,
+        project,
+        alice,
+        bob,
+        dashboard,
+        insight,
+        frozen_now,  # noqa: F811 - the fixture imported above
+    ):
         other = DashboardFactory(project=project, created_by=alice)
         DashboardTileFactory(dashboard=other, insight=insight)
         DashboardTileFactory(dashboard=DashboardFactory(project=project, deleted=True), insight=insight)
@@ -101,13 +128,42 @@ class TestGoldenResponse:
             "last_modified_by": user_json(bob),
             "updated_at": timestamp(insight.last_modified_at),
             "deleted": False,
+            # Computed now (a detail GET computes a result that is not cached): the last 7 days and today, by day.
+            "result": [
+                {
+                    "label": "$pageview",
+                    "count": 0,
+                    "data": [0] * 8,
+                    "labels": [f"{day}-Mar-2024" for day in range(11, 19)],
+                    "days": [f"2024-03-{day}" for day in range(11, 19)],
+                    "action": {
+                        "id": "$pageview",
+                        "type": "events",
+                        "name": "$pageview",
+                        "custom_name": None,
+                        "math": "total",
+                        "math_property": None,
+                        "order": 0,
+                    },
+                }
+            ],
+            "hasMore": False,
+            "columns": None,
+            "types": None,
+            "last_refresh": frozen_now.isoformat(),
+            "next_allowed_client_refresh": (frozen_now + dt.timedelta(hours=1)).isoformat(),
+            "is_cached": False,
+            "timezone": "UTC",
+            "error": None,
         }
 
     def test_a_tile_carries_the_same_insight_object(self, key_client, project, dashboard, insight):
         client = key_client("insight:read", "dashboard:read")
+        client.get(insights_url(project, insight))  # computes the result, which the tile then shows from the cache
 
         tile = client.get(dashboard_url(project, dashboard)).json()["tiles"][0]
 
+        assert tile["insight"]["result"] is not None
         assert tile["insight"] == client.get(insights_url(project, insight)).json()
 
 
@@ -312,7 +368,8 @@ class TestUpdate:
 
         assert response.status_code == 200
         insight.refresh_from_db()
-        assert response.json() == expected_insight(insight)
+        # A query that cannot be computed is stored as sent; its result is null, and `error` says why.
+        assert response.json() == expected_insight(insight, error="query__query: This field is required.")
         assert (insight.name, insight.tag_names, insight.query) == ("Views", ["b", "a"], {"kind": "HogQLQuery"})
         assert insight.description == "Every page seen"
         assert insight.last_modified_by == bob and insight.last_modified_at > before

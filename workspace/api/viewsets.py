@@ -84,6 +84,21 @@ class BaseViewSet(viewsets.GenericViewSet):
         if context is not None:
             context.pop("response", None)
 
+    def options(self, request, *args, **kwargs):
+        """The route's description; on a detail route a 404 for an object the caller cannot see, as a GET answers
+        (DRF describes any id)."""
+        lookup = self.lookup_url_kwarg or self.lookup_field
+        if lookup in self.kwargs:
+            self.check_object_exists()
+        return super().options(request, *args, **kwargs)
+
+    def check_object_exists(self) -> None:
+        """A 404 unless the detail route's object is one the caller can see; reads only whether it exists (no
+        representation, no lock)."""
+        lookup = self.lookup_url_kwarg or self.lookup_field
+        value = self.lookup_value(self.kwargs[lookup])
+        get_object_or_404(self.filter_queryset(self.get_queryset()).values("pk"), **{self.lookup_field: value})
+
     @property
     def is_write(self) -> bool:
         """Whether this request changes rows, and so locks what it reads. OPTIONS describes the writes a route takes
@@ -118,7 +133,7 @@ class BaseViewSet(viewsets.GenericViewSet):
         instance = get_object_or_404(queryset, **{self.lookup_field: value})
         self.check_object_permissions(self.request, instance)
         if self.request.method not in SAFE_METHODS and "If-Match" in self.request.headers:
-            check_if_match(self.request, etag_for(self.represent(instance)))
+            check_if_match(self.request, etag_for(self.etag_state(self.represent(instance))))
         return instance
 
     def check_input_permissions(self, data, instance=None) -> None:
@@ -150,7 +165,7 @@ class BaseViewSet(viewsets.GenericViewSet):
         """The object's representation with its ETag; 304 for a GET whose If-None-Match names that tag."""
         if data is None:
             data = self.represent(instance)
-        etag = etag_for(data)
+        etag = etag_for(self.etag_state(data))
         header = self.request.headers.get("If-None-Match")
         if self.request.method in ("GET", "HEAD") and header is not None and none_match(header, etag):
             return Response(status=status.HTTP_304_NOT_MODIFIED, headers={"ETag": etag})
@@ -186,6 +201,11 @@ class BaseViewSet(viewsets.GenericViewSet):
     def activity_state(self, instance, representation: dict) -> dict:
         """What the activity log compares and keeps of a record: its representation, unless a subclass adds to it
         (a digest of secrets the representation hides, so that rotating one is recorded without revealing it)."""
+        return representation
+
+    def etag_state(self, representation: dict) -> dict:
+        """What an ETag is the digest of: the representation, unless a subclass leaves out what is computed rather
+        than stored (an insight's result), which neither changes the object nor makes an `If-Match` stale."""
         return representation
 
     def record_activity(self, instance, activity: str, *, before: dict | None, after: dict | None) -> None:

@@ -1,0 +1,153 @@
+"""The shared page draws each insight from its result: an SVG drawn by the server (lines or bars for trends, a big
+number for BoldNumber, a table for HogQL), the numbers in a table beside it, and "No data" for a tile whose result
+cannot be had, which never takes the other tiles down."""
+
+import re
+from html.parser import HTMLParser
+
+import pytest
+from django.test import Client
+
+from dashboards.charts import _scale
+from tests.dashboards.factories import DashboardFactory, DashboardTileFactory, SharingConfigurationFactory
+from tests.pipelines.query.conftest import add_event, frozen_now, hogql, trends  # noqa: F401 - a fixture
+
+TWO_SERIES = trends(
+    {"kind": "EventsNode", "event": "$pageview"},
+    {"kind": "EventsNode", "event": "signed_up"},
+    dateRange={"date_from": "-3d"},
+)
+
+
+class Elements(HTMLParser):
+    """The page's elements as (tag, attributes, text) in document order, for looking at what the page draws."""
+
+    def __init__(self, html: str):
+        super().__init__()
+        self.found: list[list] = []
+        self.open: list[list] = []
+        self.feed(html)
+
+    def handle_starttag(self, tag, attrs):
+        element = [tag, dict(attrs), ""]
+        self.found.append(element)
+        if tag not in ("line", "polyline", "rect", "meta", "br", "input", "link"):
+            self.open.append(element)
+
+    def handle_startendtag(self, tag, attrs):
+        self.found.append([tag, dict(attrs), ""])
+
+    def handle_endtag(self, tag):
+        if any(element[0] == tag for element in self.open):
+            while self.open.pop()[0] != tag:
+                pass
+
+    def handle_data(self, data):
+        for element in self.open:
+            element[2] += data
+
+    def all(self, tag: str) -> list[list]:
+        return [element for element in self.found if element[0] == tag]
+
+
+def tiles_of(html: str) -> list[str]:
+    return re.findall(r'<li class="tile insight">(.*?)</li>\s*(?=<li|</ul>)', html, re.DOTALL)
+
+
+@pytest.fixture
+def events(project, frozen_now):  # noqa: F811 - the fixture imported above
+    for when in ("2024-03-16T10:00:00Z", "2024-03-17T10:00:00Z", "2024-03-18T09:00:00Z", "2024-03-18T10:00:00Z"):
+        add_event(project, when)
+    add_event(project, "2024-03-17T12:00:00Z", event="signed_up")
+
+
+def shared_page(project, alice, *queries) -> str:
+    dashboard = DashboardFactory(project=project, created_by=alice, name="Numbers")
+    for order, query in enumerate(queries):
+        DashboardTileFactory(
+            dashboard=dashboard, order=order, insight__project=project, insight__query=query, insight__name=f"T{order}"
+        )
+    sharing = SharingConfigurationFactory(dashboard=dashboard, enabled=True)
+    response = Client().get(f"/shared/{sharing.access_token}")
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def test_a_trend_is_a_line_per_series_with_its_axis_legend_and_numbers(project, alice, events):
+    html = shared_page(project, alice, TWO_SERIES)
+    page = Elements(html)
+
+    [svg] = page.all("svg")[:1]
+    assert "chart-line" in svg[1]["class"] and svg[1]["role"] == "img"
+    lines = page.all("polyline")
+    assert [line[1]["stroke"] for line in lines] == ["#1d4aff", "#f04f58"]
+    assert [len(line[1]["points"].split()) for line in lines] == [4, 4]
+    # The page views' line rises to the top (2 on the last day, the axis ends at 2); the sign-ups' stays low.
+    ys = [float(point.split(",")[1]) for point in lines[0][1]["points"].split()]
+    assert ys[0] > ys[1] == ys[2] > ys[3]
+    labels = [text[2] for text in page.all("text")]
+    assert "2024-03-15" in labels and "2024-03-18" in labels and "0" in labels and "2" in labels
+    assert [item[2].strip() for item in page.all("li") if "tile" not in item[1].get("class", "")] == [
+        "$pageview",
+        "signed_up",
+    ]
+    [caption] = page.all("caption")
+    assert caption[2] == "T0"
+    cells = [cell[2] for cell in page.found if cell[0] in ("th", "td")]
+    assert cells[:3] == ["Date", "$pageview", "signed_up"]
+    assert cells[3:] == ["2024-03-15", "0", "0", "2024-03-16", "1", "0", "2024-03-17", "1", "1", "2024-03-18", "2", "0"]
+    assert "<script" not in html and " style=" not in html
+
+
+def test_a_bar_display_draws_a_bar_per_series_and_interval(project, alice, events):
+    html = shared_page(project, alice, {**TWO_SERIES, "trendsFilter": {"display": "ActionsBar"}})
+
+    page = Elements(html)
+    assert page.all("polyline") == []
+    bars = [rect for rect in page.all("rect") if rect[1].get("class") == "series"]
+    assert len(bars) == 2 * 4
+    assert {rect[1]["fill"] for rect in bars} == {"#1d4aff", "#f04f58"}
+
+
+def test_bold_number_is_a_big_number(project, alice, events):
+    html = shared_page(project, alice, trends(dateRange={"date_from": "-3d"}, trendsFilter={"display": "BoldNumber"}))
+
+    assert re.search(r'<p class="number">4</p>', html)
+    assert "<polyline" not in html
+
+
+def test_a_hogql_insight_is_a_table(project, alice, events):
+    html = shared_page(project, alice, hogql("SELECT event, count() FROM events GROUP BY event ORDER BY event"))
+
+    page = Elements(html)
+    assert [cell[2] for cell in page.all("th")] == ["event", "count()", "$pageview", "signed_up"]
+    assert [cell[2] for cell in page.all("td")] == ["4", "1"]
+    assert "<svg" not in html
+
+
+def test_a_failing_tile_shows_no_data_and_the_others_still_draw(project, alice, events):
+    funnel = {"kind": "InsightVizNode", "source": {"kind": "FunnelsQuery", "series": []}}
+
+    html = shared_page(project, alice, funnel, TWO_SERIES, None)
+
+    first, second, third = tiles_of(html)
+    assert "No data" in first and "<svg" not in first
+    assert second.count("<polyline") == 2 and "No data" not in second
+    assert "No data" in third
+
+
+@pytest.mark.parametrize(
+    ("highest", "top", "labels"),
+    [
+        (0, 1, ["0", "0.25", "0.5", "0.75", "1"]),
+        (2, 2, ["0", "0.5", "1", "1.5", "2"]),
+        (7, 8, ["0", "2", "4", "6", "8"]),
+        (1234, 1500, ["0", "500", "1,000", "1,500"]),
+    ],
+)
+def test_the_axis_ends_on_a_round_number(highest, top, labels):
+    end, ticks = _scale(highest)
+
+    assert end == top
+    assert [tick.label for tick in ticks] == labels
+    assert float(ticks[0].y) > float(ticks[-1].y)  # bottom to top
