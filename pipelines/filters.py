@@ -1,7 +1,7 @@
 import django_filters
 
 from pipelines.models import BatchExport, BatchExportRunLog, Event, Plugin
-from workspace.api.filters import FilterSet, IsoDateTimeFilter, StrictBooleanFilter
+from workspace.api.filters import FilterSet, IsoDateTimeFilter, MultipleChoiceFilter, StrictBooleanFilter
 
 
 class BatchExportFilterSet(FilterSet):
@@ -20,7 +20,7 @@ class BatchExportFilterSet(FilterSet):
 
 class BatchExportLogFilterSet(FilterSet):
     # Both bounds are exclusive, as the events list's are.
-    level = django_filters.MultipleChoiceFilter(
+    level = MultipleChoiceFilter(
         field_name="level", choices=BatchExportRunLog.Level.choices, label="Only lines of these levels (repeatable)"
     )
     search = django_filters.CharFilter(

@@ -19,7 +19,8 @@ def config_schema(spec, destination_type: str) -> dict:
     for key in spec.prefixes:
         properties[key] = {**properties[key], "pattern": PREFIX_PATTERN.pattern, "maxLength": PREFIX_MAX_LENGTH}
     for key, allowed in spec.choices:
-        properties[key] = {"type": "string", "nullable": True, "enum": list(allowed)}
+        # Null is one of the values (OpenAPI 3.0 reads `nullable` with an enum as allowing only the enum's values).
+        properties[key] = {"type": "string", "nullable": True, "enum": [*allowed, None]}
     for key in spec.integers:
         properties[key] = {"type": "integer", "minimum": 1, "maximum": 65535, "nullable": True}
     for key in spec.booleans:

@@ -18,7 +18,7 @@ from pipelines.models import (
     Plugin,
     PluginConfig,
 )
-from workspace.api.fields import StrictCharField
+from workspace.api.fields import StrictBooleanField, StrictCharField
 from workspace.api.serializers import ModelSerializer
 from workspace.models import ActivityLog
 from workspace.serializers import UserBasicSerializer
@@ -262,7 +262,7 @@ class AwareDateTimeField(serializers.DateTimeField):
 
 
 class BatchExportUnpauseSerializer(serializers.Serializer):
-    backfill = serializers.BooleanField(
+    backfill = StrictBooleanField(
         default=False, help_text="Also export the whole intervals missed while the export was paused."
     )
 

@@ -302,3 +302,13 @@ def test_the_signature_is_hmac_sha256_of_the_time_and_body():
     expected = hmac.new(b"whsec_k", b'1700000000.{"a":1}', hashlib.sha256).hexdigest()
 
     assert signature("whsec_k", 1700000000, '{"a":1}') == f"t=1700000000,v1={expected}"
+
+
+@pytest.mark.parametrize("value", [0, 1, "true", None])
+def test_unpause_backfill_takes_a_json_boolean_only(key_client, project, value):
+    export = BatchExportFactory(project=project, paused=True)
+    response = key_client("batch_export:write").post(
+        f"/api/projects/{project.pk}/batch_exports/{export.pk}/unpause/", {"backfill": value}, format="json"
+    )
+    assert response.status_code == 400
+    assert response.json()["attr"] == "backfill"

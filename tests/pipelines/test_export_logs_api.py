@@ -134,3 +134,7 @@ def test_the_list_is_flat(client, logs_url, export, rows, django_assert_num_quer
     with django_assert_num_queries(6):
         response = client.get(logs_url())
     assert response.json()["count"] == rows
+
+
+def test_an_empty_level_means_no_filter(client, logs_url, lines):
+    assert len(messages(client.get(logs_url() + "?level="))) == 4

@@ -35,6 +35,17 @@ class StrictBooleanFilter(django_filters.BooleanFilter):
     field_class = StrictBooleanField
 
 
+class NonEmptyMultipleChoiceField(forms.MultipleChoiceField):
+    """Choices of a repeatable parameter; an empty value (`?level=`) means no filter, as for every other parameter."""
+
+    def to_python(self, value):
+        return [item for item in super().to_python(value) if item != ""]
+
+
+class MultipleChoiceFilter(django_filters.MultipleChoiceFilter):
+    field_class = NonEmptyMultipleChoiceField
+
+
 class UTCIsoDateTimeField(IsoDateTimeField):
     """An ISO 8601 date-time, in UTC: an offset the database cannot hold (PostgreSQL's stop at 15:59, Python's at
     23:59) is converted away here, and a moment outside the years 1-9999 once in UTC is an error, not a 500."""
