@@ -37,13 +37,17 @@ def config_schema(spec, destination_type: str) -> dict:
     if destination_type == "S3":
         properties["file_format"] = {"type": "string", "enum": list(S3_FILE_FORMATS), "default": "JSONLines"}
         every_compression = sorted({c for compressions in S3_FILE_FORMATS.values() for c in compressions if c})
-        properties["compression"] = {"type": "string", "nullable": True, "enum": every_compression}
+        properties["compression"] = {"type": "string", "nullable": True, "enum": [*every_compression, None]}
         alternatives = []
         for file_format, compressions in S3_FILE_FORMATS.items():
             alternative = {
                 "properties": {
                     "file_format": {"enum": [file_format]},
-                    "compression": {"type": "string", "nullable": True, "enum": sorted(c for c in compressions if c)},
+                    "compression": {
+                        "type": "string",
+                        "nullable": True,
+                        "enum": [*sorted(c for c in compressions if c), None],
+                    },
                 }
             }
             if file_format != "JSONLines":  # JSONLines is the default when file_format is left out
