@@ -101,3 +101,21 @@ def test_query_parameters_allow_an_empty_value_which_means_not_given(schema, key
     assert all(p["allowEmptyValue"] for p in parameters if p["in"] == "query")
     response = key_client("*").get(f"/api/organizations/{organization.id}/activity/", {"user": "", "limit": ""})
     assert response.status_code == 200, response.json()
+
+
+def test_every_nullable_choice_lists_null_among_its_values(schema):
+    """OpenAPI 3.0 reads `nullable` beside an `enum` as allowing only the enum's values, so null must be one."""
+    found = []
+
+    def walk(node, where):
+        if isinstance(node, dict):
+            if node.get("nullable") and "enum" in node and None not in node["enum"] and "/parameters/" not in where:
+                found.append(where)
+            for key, value in node.items():
+                walk(value, f"{where}/{key}")
+        elif isinstance(node, list):
+            for index, value in enumerate(node):
+                walk(value, f"{where}/{index}")
+
+    walk(schema, "")
+    assert found == []
