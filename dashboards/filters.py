@@ -6,7 +6,6 @@ import django_filters
 from django import forms
 from django.db.models import Count, Q
 from django_filters.widgets import BaseCSVWidget
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework.exceptions import ErrorDetail, ValidationError
 
@@ -17,10 +16,18 @@ MAX_TAGS_FILTER = 20
 MAX_DASHBOARDS_FILTER = 20
 # `?created_by=@me`: the caller.
 CALLER = "@me"
-# A user id as a database integer column holds it; more digits than that are read as a UUID's hex, if anything.
+# An id as a database integer column holds it; more digits than that are read as a UUID's hex, if anything.
 USER_ID = re.compile(r"[0-9]{1,19}")
-MAX_USER_ID = 2**63 - 1
+MAX_ID = 2**63 - 1
 CREATOR_LABEL = f"The creator: a user id, a user's UUID, or {CALLER} for the caller"
+# The forms each filter reads, stated in the schema: an id of up to 18 digits always fits the column.
+ID_PATTERN = "[0-9]{1,18}"
+UUID_PATTERN = "[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}"
+CREATOR_PATTERN = f"^({CALLER}|{ID_PATTERN}|{UUID_PATTERN})$"
+DASHBOARD_IDS_PATTERN = (
+    f"^({ID_PATTERN}(,{ID_PATTERN}){{0,{MAX_DASHBOARDS_FILTER - 1}}}"
+    f"|\\[({ID_PATTERN}(, ?{ID_PATTERN}){{0,{MAX_DASHBOARDS_FILTER - 1}}})?\\])$"
+)
 
 
 class EveryValueWidget(BaseCSVWidget, forms.TextInput):
@@ -46,7 +53,7 @@ class CreatorFormField(forms.Field):
         text = str(value).strip()
         if text == CALLER:
             return CALLER
-        if USER_ID.fullmatch(text) and int(text) <= MAX_USER_ID:
+        if USER_ID.fullmatch(text) and int(text) <= MAX_ID:
             return int(text)
         try:
             return uuid.UUID(text)
@@ -68,7 +75,7 @@ class CreatorFilterMixin:
     """
 
     # A raw schema, so that the label stays the parameter's description.
-    @extend_schema_field({"type": "string", "description": CREATOR_LABEL})
+    @extend_schema_field({"type": "string", "pattern": CREATOR_PATTERN, "description": CREATOR_LABEL})
     def filter_created_by(self, queryset, name, value):
         if value == CALLER:
             if self.request is None or not self.request.user.is_authenticated:
@@ -125,7 +132,7 @@ class DashboardIdsFormField(forms.Field):
         try:
             parsed = json.loads(text) if text.startswith("[") else [part.strip() for part in text.split(",")]
             ids = [int(item) for item in parsed if not isinstance(item, bool | float)]
-            if len(ids) != len(parsed):
+            if len(ids) != len(parsed) or not all(0 <= id_ <= MAX_ID for id_ in ids):
                 raise ValueError(text)
         except (ValueError, TypeError) as error:
             raise forms.ValidationError(
@@ -154,7 +161,13 @@ class InsightFilterSet(CreatorFilterMixin, FilterSet):
         model = Insight
         fields = ["dashboards", "search", "short_id", "created_by"]
 
-    @extend_schema_field(OpenApiTypes.STR)
+    @extend_schema_field(
+        {
+            "type": "string",
+            "pattern": DASHBOARD_IDS_PATTERN,
+            "description": "Insights shown on every one of these dashboards (ids)",
+        }
+    )
     def filter_dashboards(self, queryset, name, value):
         if not value:
             return queryset

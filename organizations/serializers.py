@@ -1,6 +1,7 @@
 import re
 import uuid
 from collections.abc import Callable
+from zoneinfo import available_timezones
 
 from django.core.validators import RegexValidator
 from django.db.models import QuerySet
@@ -69,9 +70,14 @@ class OrganizationSerializer(ModelSerializer):
         ]
 
 
+@extend_schema_field({"type": "string", "enum": sorted(available_timezones())})
+class TimeZoneField(StrictCharField):
+    """An IANA time zone name; the schema lists every one this installation knows."""
+
+
 class ProjectSerializer(ModelSerializer):
     organization = serializers.UUIDField(source="organization_id", read_only=True)
-    timezone = StrictCharField(source="time_zone", required=False, max_length=64, validators=[validate_time_zone])
+    timezone = TimeZoneField(source="time_zone", required=False, max_length=64, validators=[validate_time_zone])
 
     class Meta:
         model = Project

@@ -50,7 +50,16 @@ class ScopedAutoSchema(AutoSchema):
         return get_doc(getattr(self.view, getattr(self.view, "action", self.method.lower()), None))
 
     def _get_request_for_media_type(self, serializer, direction="request"):
-        schema, required = super()._get_request_for_media_type(serializer, direction)
+        # DRF validates a PATCH partially only in `partial_update`; an action answering PATCH with a serializer of its
+        # own (`move_tile`) requires that serializer's fields, so its body is stated whole, as for a PUT.
+        whole = self.method == "PATCH" and getattr(self.view, "action", None) != "partial_update"
+        if whole:
+            self.method = "PUT"
+        try:
+            schema, required = super()._get_request_for_media_type(serializer, direction)
+        finally:
+            if whole:
+                self.method = "PATCH"
         # A list serializer's own bounds (`allow_empty=False`, `max_length`) are the array's.
         if isinstance(serializer, serializers.ListSerializer) and schema and schema.get("type") == "array":
             if not serializer.allow_empty or serializer.min_length:
