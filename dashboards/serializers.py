@@ -20,10 +20,18 @@ from dashboards.permissions import can_edit
 from dashboards.results import CACHE_ONLY, RESULT_FIELDS, insight_result
 from dashboards.selectors import live_tiles, shown_tiles
 from dashboards.services import clean_tags
-from dashboards.template_library import TemplateError, bundled_templates, validate_layouts, validate_template
+from dashboards.template_library import (
+    TEMPLATE_SCHEMA,
+    TEMPLATES_DIR,
+    TemplateError,
+    bundled_templates,
+    validate_layouts,
+    validate_template,
+)
 from organizations.models import Membership
 from pipelines.query.runner import REFRESH_MODES
 from workspace.api.fields import StrictBooleanField, StrictCharField, StrictIntegerChoiceField
+from workspace.api.schema import openapi_schema
 from workspace.api.serializers import ModelSerializer
 from workspace.models import ActivityLog
 from workspace.serializers import UserBasicSerializer
@@ -309,13 +317,18 @@ class DashboardBasicSerializer(ModelSerializer):
         return RestrictionLevel.EVERYONE_IN_PROJECT_CAN_EDIT
 
 
+@extend_schema_field({"type": "string", "enum": ["", *sorted(path.stem for path in TEMPLATES_DIR.glob("*.json"))]})
+class TemplateNameField(StrictCharField):
+    """The name of a bundled template (dashboards/dashboard_templates), or empty for none."""
+
+
 class DashboardSerializer(DashboardBasicSerializer):
     """The single-dashboard shape, and the input of create and PATCH."""
 
     tags = TagListField(required=False, max_length=MAX_TAGS_PER_DASHBOARD)
     restriction_level = RestrictionLevelField(required=False)
     filters = serializers.JSONField(required=False, allow_null=True)
-    use_template = StrictCharField(write_only=True, required=False, allow_blank=True)
+    use_template = TemplateNameField(write_only=True, required=False, allow_blank=True)
     use_dashboard = serializers.IntegerField(write_only=True, required=False, allow_null=True)
     duplicate_tiles = StrictBooleanField(
         write_only=True,
@@ -470,10 +483,15 @@ class DryRunSerializer(serializers.Serializer):
         return super().to_internal_value({} if text is None else {"dry_run": text})
 
 
+@extend_schema_field(openapi_schema(TEMPLATE_SCHEMA))
+class TemplateDocumentField(serializers.JSONField):
+    """A template document, as `template_json/` gives it; its schema is the validator's own."""
+
+
 class TemplateJSONSerializer(serializers.Serializer):
     """`{"template": {...}}` checked against dashboards.template_library.TEMPLATE_SCHEMA."""
 
-    template = serializers.JSONField()
+    template = TemplateDocumentField()
 
     def validate_template(self, value) -> dict:
         try:

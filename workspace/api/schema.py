@@ -105,3 +105,36 @@ class ScopedAutoSchema(AutoSchema):
                 {"content": {"application/json": {"schema": error_ref}}, "description": ERROR_DESCRIPTIONS[status]},
             )
         return operation
+
+
+def openapi_schema(json_schema: dict) -> dict:
+    """A JSON Schema (2020-12) document stated in OpenAPI 3.0's subset, for a field that a validator checks whole.
+
+    `"type": [T, "null"]` becomes `T` with `nullable`, `const` a one-value `enum`; conditionals (`if`/`then`),
+    which OpenAPI 3.0 cannot state, are left out, so the stated schema allows a little more than the validator.
+    """
+    if isinstance(json_schema, list):
+        return [openapi_schema(item) for item in json_schema]
+    if not isinstance(json_schema, dict):
+        return json_schema
+    stated = {}
+    for key, value in json_schema.items():
+        if key in ("$schema", "if", "then", "else"):
+            continue
+        if key == "type" and isinstance(value, list):
+            types = [name for name in value if name != "null"]
+            if len(types) == 1:
+                stated["type"] = types[0]
+            if "null" in value:
+                stated["nullable"] = True
+        elif key == "const":
+            stated["enum"] = [value]
+        elif key in ("properties", "$defs"):
+            stated[key] = {name: openapi_schema(item) for name, item in value.items()}
+        else:
+            stated[key] = openapi_schema(value)
+    if "allOf" in stated:
+        stated["allOf"] = [item for item in stated["allOf"] if item]
+        if not stated["allOf"]:
+            del stated["allOf"]
+    return stated
