@@ -24,9 +24,11 @@ CREATOR_LABEL = f"The creator: a user id, a user's UUID, or {CALLER} for the cal
 ID_PATTERN = "[0-9]{1,18}"
 UUID_PATTERN = "[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}"
 CREATOR_PATTERN = f"^({CALLER}|{ID_PATTERN}|{UUID_PATTERN})$"
+# JSON writes a number without leading zeros.
+JSON_ID_PATTERN = "(0|[1-9][0-9]{0,17})"
 DASHBOARD_IDS_PATTERN = (
     f"^({ID_PATTERN}(,{ID_PATTERN}){{0,{MAX_DASHBOARDS_FILTER - 1}}}"
-    f"|\\[({ID_PATTERN}(, ?{ID_PATTERN}){{0,{MAX_DASHBOARDS_FILTER - 1}}})?\\])$"
+    f"|\\[({JSON_ID_PATTERN}(, ?{JSON_ID_PATTERN}){{0,{MAX_DASHBOARDS_FILTER - 1}}})?\\])$"
 )
 
 

@@ -49,6 +49,21 @@ class ScopedAutoSchema(AutoSchema):
         docstring tells the next engineer how the class works, not a client what the operation does."""
         return get_doc(getattr(self.view, getattr(self.view, "action", self.method.lower()), None))
 
+    def _map_serializer_field(self, field, direction, bypass_extensions=False):
+        schema = super()._map_serializer_field(field, direction, bypass_extensions)
+        # A text that must not be blank is trimmed first (DRF's CharField): one made only of whitespace, `\x1f`
+        # included, is blank. The pattern says so (JSON Schema patterns match anywhere in the value).
+        if (
+            direction == "request"
+            and isinstance(field, serializers.CharField)
+            and field.trim_whitespace
+            and not field.allow_blank
+            and schema.get("type") == "string"
+            and "pattern" not in schema
+        ):
+            schema["pattern"] = r"\S"
+        return schema
+
     def _get_request_for_media_type(self, serializer, direction="request"):
         # DRF validates a PATCH partially only in `partial_update`; an action answering PATCH with a serializer of its
         # own (`move_tile`) requires that serializer's fields, so its body is stated whole, as for a PUT.
