@@ -2,9 +2,10 @@
 charts"), so that the page needs no script and loads nothing from elsewhere.
 
 Each insight is drawn from its result (dashboards.results) as its query asks: trends as lines, or bars for a bar
-display, a big number for `BoldNumber`, one bar per series for the displays that show one value per series, and
-HogQL results as a table. Every chart also has the numbers as a table, for whoever cannot see the picture. Points,
-ticks and labels are worked out here; the template only writes them out.
+display, a big number for `BoldNumber`, one bar per series for the displays that show one value per series, a bar
+per step for funnels, a table shaded by the share who came back for retention, and HogQL results as a table. Every
+chart also has the numbers as a table, for whoever cannot see the picture. Points, ticks and labels are worked out
+here; the template only writes them out.
 """
 
 import math
@@ -51,8 +52,18 @@ class Table:
 
 
 @dataclass(frozen=True)
+class Cell:
+    """A cell of a retention table: its text and its shading class (`shade-0` to `shade-10`, tenths of the cohort
+    that came back), so that the page needs no inline style."""
+
+    text: str
+    shade: str = ""
+
+
+@dataclass(frozen=True)
 class Chart:
-    """What the template draws. `kind`: line, bar, number, table or empty ("No data")."""
+    """What the template draws. `kind`: line, bar, funnel, number, table, retention (`grid`, a shaded table whose
+    first column names the cohort) or empty ("No data")."""
 
     kind: str
     lines: list[Mark] = field(default_factory=list)
@@ -63,6 +74,7 @@ class Chart:
     legend: list[Mark] = field(default_factory=list)
     number: str = ""
     table: Table | None = None
+    grid: list[list[Cell]] = field(default_factory=list)
     width: int = WIDTH
     height: int = HEIGHT
     plot_left: int = LEFT
@@ -96,6 +108,10 @@ def chart(insight: Insight, shown: dict) -> Chart:
     if shown["columns"] is not None:
         return _table(shown["columns"], result)
     source = _source(insight.query)
+    if source.get("kind") == "FunnelsQuery":
+        return _funnel(result)
+    if source.get("kind") == "RetentionQuery":
+        return _retention(result)
     display = (source.get("trendsFilter") or {}).get("display")
     if display == "BoldNumber":
         return _number(result)
@@ -192,6 +208,82 @@ def _value_bars(series: list[dict]) -> Chart:
         legend=legend,
         table=Table(columns=["Series", "Value"], rows=[[mark.label, mark.value] for mark in rects]),
     )
+
+
+def _funnel(steps: list[dict]) -> Chart:
+    """A bar per step, as tall as the people who reached it; the table adds each step's conversion from the first
+    step and the average time from the step before."""
+    counts = [_number_of(step.get("count")) for step in steps]
+    top, ticks = _scale(max(counts, default=0))
+    plot_width, plot_height = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+    slot = plot_width / max(len(steps), 1)
+    first = counts[0] if counts else 0
+    bars, rows = [], []
+    for index, (step, count) in enumerate(zip(steps, counts, strict=True)):
+        label = f"{index + 1}. {step.get('custom_name') or step.get('name') or 'Step'}"
+        height = plot_height * count / top
+        share = _percent(count, first)
+        bars.append(
+            Mark(
+                color=PALETTE[0],
+                label=label,
+                x=_coordinate(LEFT + index * slot + slot * 0.15),
+                y=_coordinate(TOP + plot_height - height),
+                width=_coordinate(slot * 0.7),
+                height=_coordinate(height),
+                value=f"{_format(count)} ({share})",
+            )
+        )
+        average = step.get("average_conversion_time")
+        rows.append([label, _format(count), share, "" if average is None else _duration(average)])
+    return Chart(
+        kind="funnel",
+        bars=bars,
+        ticks=ticks,
+        first_label=bars[0].label if bars else "",
+        last_label=bars[-1].label if len(bars) > 1 else "",
+        table=Table(columns=["Step", "People", "Conversion", "Average time"], rows=rows),
+    )
+
+
+def _retention(cohorts: list[dict]) -> Chart:
+    """A row per cohort: its start, its size, and how many came back in each later period, each cell shaded by its
+    share of the cohort."""
+    periods = max((len(cohort.get("values") or []) for cohort in cohorts), default=0)
+    if periods == 0:
+        return Chart(kind="empty")
+    first_values = next((cohort["values"] for cohort in cohorts if len(cohort.get("values") or []) == periods), [])
+    columns = ["Cohort", "People", *(str(value.get("label") or index) for index, value in enumerate(first_values))]
+    grid = []
+    for cohort in cohorts:
+        values = [_number_of(value.get("count")) for value in cohort.get("values") or []]
+        size = values[0] if values else 0
+        row = [Cell(text=str(cohort.get("date") or cohort.get("label") or "")[:10]), Cell(text=_format(size))]
+        for value in values:
+            share = value / size if size else 0
+            row.append(Cell(text=_percent(value, size), shade=f"shade-{round(10 * share)}" if size else ""))
+        row += [Cell(text="") for _ in range(periods - len(values))]
+        grid.append(row)
+    return Chart(kind="retention", grid=grid, table=Table(columns=columns, rows=[]))
+
+
+def _percent(value: float, whole: float) -> str:
+    return f"{100 * value / whole:.1f}%".replace(".0%", "%") if whole else "0%"
+
+
+def _duration(seconds: float) -> str:
+    """Seconds as the page shows a conversion time: `45s`, `12m 5s`, `3h 20m`, `2d 4h`."""
+    seconds = round(seconds)
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, rest = divmod(rest, 60)
+    if days:
+        return f"{days}d {hours}h"
+    if hours:
+        return f"{hours}h {minutes}m"
+    if minutes:
+        return f"{minutes}m {rest}s"
+    return f"{rest}s"
 
 
 def _number(series: list[dict]) -> Chart:

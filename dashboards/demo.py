@@ -1,10 +1,40 @@
-"""Demo records for `manage.py seed_demo`: a pinned dashboard from a bundled template, so the first GET has tiles."""
+"""Demo records for `manage.py seed_demo`: a pinned dashboard from a bundled template, so the first GET has tiles,
+with a funnel beside the template's trends and retention, over the demo shop's events (pipelines.demo)."""
 
 from dashboards.services import dashboard_create
 from dashboards.template_library import bundled_templates
 
 DEMO_TEMPLATE = "product-analytics"
+DEMO_FUNNEL = {
+    "type": "INSIGHT",
+    "name": "Page view to purchase",
+    "description": "People who viewed a page, then signed up, then bought, within 14 days.",
+    "query": {
+        "kind": "InsightVizNode",
+        "source": {
+            "kind": "FunnelsQuery",
+            "series": [
+                {"kind": "EventsNode", "event": "$pageview"},
+                {"kind": "EventsNode", "event": "signed_up"},
+                {"kind": "EventsNode", "event": "purchase"},
+            ],
+            "funnelsFilter": {
+                "funnelOrderType": "ordered",
+                "funnelWindowInterval": 14,
+                "funnelWindowIntervalUnit": "day",
+            },
+            "dateRange": {"date_from": "-30d"},
+        },
+    },
+    "filters": {},
+    "layouts": {"sm": {"x": 0, "y": 12, "w": 12, "h": 5}},
+    "color": "purple",
+}
 
 
 def create_demo_data(*, user, organization, project) -> None:
-    dashboard_create(actor=user, project=project, pinned=True, template=bundled_templates()[DEMO_TEMPLATE])
+    template = bundled_templates()[DEMO_TEMPLATE]
+    insights = [tile for tile in template["tiles"] if tile["type"] == "INSIGHT"]
+    texts = [tile for tile in template["tiles"] if tile["type"] != "INSIGHT"]
+    demo = {**template, "tiles": [*insights, DEMO_FUNNEL, *texts]}
+    dashboard_create(actor=user, project=project, pinned=True, template=demo)

@@ -1,5 +1,10 @@
 """Demo records for `manage.py seed_demo`: one NoOp batch export with a backfill of the last day (which the worker
-of `make run` executes), one destination plugin in use, and a day of events."""
+of `make run` executes), one destination plugin in use, and four weeks of a shop's events.
+
+The events tell a story the demo dashboard's insights can show: people arrive on a page (`$pageview`), some sign up
+(`signed_up`) and some of those buy (`purchase`), so a funnel has drop-offs at each step; and they come back on later
+days, some often and some never, so retention falls off cohort by cohort. They are made by arithmetic on each
+person's number, not at random, so every seed gives the same numbers (relative to when it ran)."""
 
 import datetime as dt
 import json
@@ -11,7 +16,51 @@ from organizations.models import Organization, Project
 from pipelines.models import Plugin, PluginConfig, PluginSourceFile
 from pipelines.services import NewEvent, batch_export_backfill, batch_export_create, events_ingest
 
-DEMO_EVENTS = 24
+DEMO_PEOPLE = 40
+DEMO_DAYS = 28
+# The days after their first visit on which a person comes back; a person's loyalty (0 to 4) is how many pairs of
+# them they keep.
+RETURN_DAYS = (1, 2, 3, 5, 7, 10, 14, 21)
+BROWSERS = ("Chrome", "Firefox", "Safari")
+BACKFILL_HOURS = 24
+
+
+def demo_events(now: dt.datetime) -> list[tuple[str, str, dt.datetime, dict]]:
+    """(event, distinct_id, timestamp, properties) of the demo shop, every one before `now`."""
+    events = []
+    for person in range(DEMO_PEOPLE):
+        distinct_id = f"demo-user-{person}"
+        browser = BROWSERS[person % len(BROWSERS)]
+        first = (person * 11) % DEMO_DAYS  # days ago
+        loyalty = person % 5
+        # Each visit is an hour or more before `now`'s time of day, so that today's visits are in the past too.
+        minutes = 60 + (person % 8) * 45 + person % 7
+        visits = [first] + [first - later for later in RETURN_DAYS[: loyalty * 2] if first - later >= 0]
+        for visit, days_ago in enumerate(visits):
+            at = now - dt.timedelta(days=days_ago, minutes=minutes)
+            for view in range(1 + (person + visit) % 3):
+                url = f"https://shop.example/page/{(person + visit + view) % 4}"
+                events.append(
+                    (
+                        "$pageview",
+                        distinct_id,
+                        at + dt.timedelta(minutes=view * 3),
+                        {"$current_url": url, "$browser": browser},
+                    )
+                )
+        start = now - dt.timedelta(days=first, minutes=minutes)
+        if person % 3 != 0:  # two in three sign up, twenty minutes after their first page view
+            events.append(("signed_up", distinct_id, start + dt.timedelta(minutes=20), {"$browser": browser}))
+            bought = first - person % 3
+            if person % 4 in (1, 2) and bought >= 0:  # half of those buy, the same day or the next
+                price = 10 + person % 5 * 5
+                events.append(
+                    ("purchase", distinct_id, now - dt.timedelta(days=bought, minutes=minutes - 40), {"price": price})
+                )
+    return events
+
+
+DEMO_EVENTS = len(demo_events(dt.datetime(2024, 1, 1, tzinfo=dt.UTC)))
 
 
 def create_demo_data(*, user, organization: Organization, project: Project) -> None:
@@ -40,21 +89,19 @@ def create_demo_data(*, user, organization: Organization, project: Project) -> N
     )
 
     now = timezone.now()
-    events = []
-    for index in range(DEMO_EVENTS):
-        properties = {"$current_url": f"https://shop.example/page/{index % 4}", "$browser": "Firefox"}
-        events.append(
-            NewEvent(
-                uuid=uuid.uuid4(),
-                event="signed up" if index % 8 == 0 else "$pageview",
-                distinct_id=f"demo-user-{index % 5}",
-                properties=properties,
-                properties_json=json.dumps(properties),
-                timestamp=now - dt.timedelta(hours=index),
-            )
+    events = [
+        NewEvent(
+            uuid=uuid.uuid4(),
+            event=event,
+            distinct_id=distinct_id,
+            properties=properties,
+            properties_json=json.dumps(properties),
+            timestamp=timestamp,
         )
+        for event, distinct_id, timestamp, properties in demo_events(now)
+    ]
     events_ingest(project_id=project.pk, events=events)
     hour_ago = now.replace(minute=0, second=0, microsecond=0)
     batch_export_backfill(
-        actor=user, batch_export=export, start_at=hour_ago - dt.timedelta(hours=DEMO_EVENTS), end_at=hour_ago
+        actor=user, batch_export=export, start_at=hour_ago - dt.timedelta(hours=BACKFILL_HOURS), end_at=hour_ago
     )

@@ -117,6 +117,66 @@ class TrendsQuery(Node):
     filterTestAccounts: bool | None = None
 
 
+FunnelOrderType = Literal["ordered", "strict", "unordered"]
+FunnelWindowUnit = Literal["second", "minute", "hour", "day", "week", "month"]
+
+
+class FunnelsFilter(Node):
+    funnelOrderType: FunnelOrderType = "ordered"
+    funnelWindowInterval: int = Field(default=14, ge=1, le=100_000)
+    funnelWindowIntervalUnit: FunnelWindowUnit = "day"
+    # Only the steps chart is computed; the reference's time-to-convert and trends views are not.
+    funnelVizType: Literal["steps"] | None = None
+    # How the chart is drawn; kept, never computed with.
+    layout: Literal["horizontal", "vertical"] | None = None
+    funnelStepReference: Literal["total", "previous"] | None = None
+    showValuesOnSeries: bool | None = None
+
+
+class FunnelsQuery(Node):
+    kind: Literal["FunnelsQuery"]
+    series: list[EventsNode] = Field(min_length=2, max_length=20)
+    funnelsFilter: FunnelsFilter = Field(default_factory=FunnelsFilter)
+    dateRange: DateRange | None = None
+    properties: list[EventPropertyFilter] = Field(default_factory=list, max_length=100)
+    # Accepted so that a breakdown is refused by name rather than as an unknown field; not computed.
+    breakdownFilter: BreakdownFilter | None = None
+    filterTestAccounts: bool | None = None
+
+
+class RetentionEntity(Node):
+    id: str | None = Field(default=None, max_length=400)  # an event name; None: any event
+    type: Literal["events"] = "events"
+    kind: Literal["EventsNode"] | None = None
+    name: str | None = None
+    custom_name: str | None = None
+    order: int | None = None
+    uuid: str | None = None
+    properties: list[EventPropertyFilter] = Field(default_factory=list, max_length=100)
+
+
+class RetentionFilter(Node):
+    targetEntity: RetentionEntity = Field(default_factory=lambda: RetentionEntity(id="$pageview"))
+    returningEntity: RetentionEntity = Field(default_factory=lambda: RetentionEntity(id="$pageview"))
+    period: Literal["Day", "Week", "Month"] = "Day"
+    totalIntervals: int = Field(default=11, ge=1, le=30)
+    retentionType: Literal["retention_recurring", "retention_first_time"] = "retention_recurring"
+    # How the table is drawn; kept, never computed with.
+    display: str | None = None
+    showMean: bool | None = None
+
+
+class RetentionQuery(Node):
+    kind: Literal["RetentionQuery"]
+    retentionFilter: RetentionFilter = Field(default_factory=RetentionFilter)
+    # Cohorts end with the interval holding `date_to` (now by default) and number `totalIntervals`; `date_from` is
+    # accepted, as the reference's clients send it, and not used, as the reference does.
+    dateRange: DateRange | None = None
+    properties: list[EventPropertyFilter] = Field(default_factory=list, max_length=100)
+    breakdownFilter: BreakdownFilter | None = None
+    filterTestAccounts: bool | None = None
+
+
 class HogQLQuery(Node):
     kind: Literal["HogQLQuery"]
     query: str = Field(min_length=1, max_length=10_000)
@@ -150,10 +210,15 @@ class DataVisualizationNode(Node):
 
 # What each kind may hold as its source, and the kinds a request may compute.
 WRAPPERS: dict[str, tuple[type[Node], tuple[str, ...]]] = {
-    "InsightVizNode": (InsightVizNode, ("TrendsQuery",)),
+    "InsightVizNode": (InsightVizNode, ("TrendsQuery", "FunnelsQuery", "RetentionQuery")),
     "DataVisualizationNode": (DataVisualizationNode, ("HogQLQuery",)),
 }
-QUERIES: dict[str, type[Node]] = {"TrendsQuery": TrendsQuery, "HogQLQuery": HogQLQuery}
+QUERIES: dict[str, type[Node]] = {
+    "TrendsQuery": TrendsQuery,
+    "FunnelsQuery": FunnelsQuery,
+    "RetentionQuery": RetentionQuery,
+    "HogQLQuery": HogQLQuery,
+}
 
 
 @dataclass(frozen=True)

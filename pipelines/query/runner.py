@@ -21,13 +21,18 @@ from collections.abc import Callable
 from django.core.cache import cache
 from django.utils import timezone
 
-from pipelines.query import hogql, trends
+from pipelines.query import funnels, hogql, retention, trends
 from pipelines.query.nodes import ParsedQuery, parse_query
 
 REFRESH_MODES = ("blocking", "force_blocking", "force_cache")
 # Bumped when a kind's computation or result shape changes, so results computed before are not served.
-KIND_VERSIONS = {"TrendsQuery": 1, "HogQLQuery": 1}
-RUNNERS = {"TrendsQuery": trends.run, "HogQLQuery": hogql.run}
+KIND_VERSIONS = {"TrendsQuery": 1, "FunnelsQuery": 1, "RetentionQuery": 1, "HogQLQuery": 1}
+RUNNERS = {
+    "TrendsQuery": trends.run,
+    "FunnelsQuery": funnels.run,
+    "RetentionQuery": retention.run,
+    "HogQLQuery": hogql.run,
+}
 FRESH_FOR_HOUR_INTERVALS = dt.timedelta(minutes=15)
 FRESH_FOR = dt.timedelta(hours=1)
 KEPT_FOR_SECONDS = 7 * 24 * 3600

@@ -224,3 +224,41 @@ def _query_error(error: DatabaseError, engine: str) -> QueryError | None:
         message = re.sub(r"\s+", " ", str(error).strip().splitlines()[0] if str(error).strip() else "")[:300]
         return QueryError(f"The database could not run the query: {message}")
     return None
+
+
+def epoch_seconds(value: exp.Expression, engine: str) -> exp.Expression:
+    """Seconds since 1970 of a moment read from `events.timestamp` (or a value of its type): what conversion times
+    are differences of. SQLite's `julianday` counts whole milliseconds, so differences are exact to the millisecond."""
+    if engine == "sqlite":
+        julian = exp.Anonymous(this="julianday", expressions=[value])
+        days = exp.Paren(this=exp.Sub(this=julian, expression=exp.Literal.number("2440587.5")))
+        return exp.Mul(this=days, expression=exp.Literal.number(86400))
+    return exp.Extract(this=exp.var("EPOCH"), expression=value)
+
+
+def shifted(value: exp.Expression, amount: int, unit: str, engine: str) -> exp.Expression:
+    """A moment `amount` seconds, minutes, hours, days, weeks or months after `value`, comparable with
+    `events.timestamp`: a timestamptz on PostgreSQL (months and days counted in the connection's UTC), Django's UTC
+    text on SQLite (`YYYY-MM-DD HH:MM:SS.SSS`, which compares with the stored text as the moments do)."""
+    if engine == "sqlite":
+        count, name = (amount * 7, "day") if unit == "week" else (amount, unit)
+        later = exp.Anonymous(this="julianday", expressions=[value, string(f"+{int(count)} {name}s")])
+        if unit == "month":
+            # SQLite carries 31 January + 1 month over to 2 March; PostgreSQL and ClickHouse stop at the month's last
+            # day (29 February), at the same time of day.
+            last_day = exp.Anonymous(
+                this="julianday",
+                expressions=[
+                    value.copy(),
+                    string("start of month"),
+                    string(f"+{int(count) + 1} months"),
+                    string("-1 day"),
+                ],
+            )
+            time_of_day = exp.Sub(
+                this=exp.Anonymous(this="julianday", expressions=[value.copy()]),
+                expression=exp.Anonymous(this="julianday", expressions=[value.copy(), string("start of day")]),
+            )
+            later = exp.Anonymous(this="MIN", expressions=[later, exp.Add(this=last_day, expression=time_of_day)])
+        return exp.Anonymous(this="strftime", expressions=[string("%Y-%m-%d %H:%M:%f"), later])
+    return exp.Add(this=value, expression=exp.Interval(this=string(str(int(amount))), unit=exp.var(unit.upper())))

@@ -36,9 +36,10 @@ class QueryViewSet(ProjectScopedViewSet):
         summary="Run a query over the project's events",
     )
     def create(self, request, *args, **kwargs):
-        """Compute a TrendsQuery or a HogQLQuery (or an InsightVizNode or DataVisualizationNode wrapping one) over the
-        project's events, or answer from the cache as `refresh` says. Unknown kinds and fields inside `query` are a
-        400 naming their path (`query__series__0__math`); a query past the timeout is a 400 `query_timeout`."""
+        """Compute a TrendsQuery, FunnelsQuery, RetentionQuery or HogQLQuery (or an InsightVizNode or
+        DataVisualizationNode wrapping one) over the project's events, or answer from the cache as `refresh` says.
+        Unknown kinds and fields inside `query` are a 400 naming their path (`query__series__0__math`); a query past
+        the timeout is a 400 `query_timeout`."""
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         result = run_query(

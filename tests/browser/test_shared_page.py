@@ -93,8 +93,21 @@ def test_the_shared_page_draws_charts_without_script_or_console_errors(browser, 
     funnel = {"kind": "InsightVizNode", "source": {"kind": "FunnelsQuery", "series": []}}
     DashboardTileFactory(dashboard=dashboard, order=0, insight__project=project, insight__query=views)
     DashboardTileFactory(dashboard=dashboard, order=1, insight__project=project, insight__query=funnel)
+    signups = {
+        "kind": "InsightVizNode",
+        "source": {"kind": "FunnelsQuery", "series": [{"event": "$pageview"}, {"event": "signed_up"}]},
+    }
+    retention = {
+        "kind": "InsightVizNode",
+        "source": {"kind": "RetentionQuery", "retentionFilter": {"totalIntervals": 3}},
+    }
+    DashboardTileFactory(dashboard=dashboard, order=2, insight__project=project, insight__query=signups)
+    DashboardTileFactory(dashboard=dashboard, order=3, insight__project=project, insight__query=retention)
+    now = timezone.now()
     for day in range(3):
-        EventFactory(project=project, event="$pageview", timestamp=timezone.now() - dt.timedelta(days=day))
+        EventFactory(project=project, event="$pageview", distinct_id="u1", timestamp=now - dt.timedelta(days=day))
+    EventFactory(project=project, event="signed_up", distinct_id="u1", timestamp=now - dt.timedelta(days=2, minutes=-1))
+    EventFactory(project=project, event="$pageview", distinct_id="u2", timestamp=now)
     configuration, _ = sharing_configuration_get_or_create(actor=alice, dashboard=dashboard)
     configuration = sharing_configuration_update(actor=alice, configuration=configuration, enabled=True)
     browser.get_log("browser")  # drop what earlier pages logged
@@ -118,5 +131,16 @@ def test_the_shared_page_draws_charts_without_script_or_console_errors(browser, 
         1 for pixel in png.getdata() if abs(pixel[0] - 0x1D) < 40 and abs(pixel[1] - 0x4A) < 40 and pixel[2] > 200
     )
     assert blue > 50, "the line is not drawn"
+    tiles = browser.find_elements(By.CSS_SELECTOR, "ul.tiles > li.tile")
+    # The funnel: two people viewed a page, one signed up; the first bar is twice the second.
+    bars = tiles[2].find_elements(By.CSS_SELECTOR, "svg.chart-funnel rect.series")
+    assert [bar.size["height"] > 0 for bar in bars] == [True, True]
+    assert abs(bars[0].size["height"] - 2 * bars[1].size["height"]) <= 1
+    # The retention table: u1 came on each of the three days, so the oldest cohort's cells are the darkest.
+    retention_table = tiles[3].find_element(By.CSS_SELECTOR, "table.retention")
+    assert retention_table.is_displayed()
+    oldest = retention_table.find_elements(By.CSS_SELECTOR, "tbody tr")[0].find_elements(By.TAG_NAME, "td")
+    assert [cell.text for cell in oldest] == ["1", "100%", "100%", "100%"]
+    assert oldest[1].value_of_css_property("background-color") == "rgba(29, 74, 255, 0.66)"
     assert [entry for entry in browser.get_log("browser") if entry["level"] in ("SEVERE", "WARNING")] == []
     assert all(url.startswith(live_service.url) for url in requested_urls(browser))

@@ -15,10 +15,7 @@ from workspace.models import ActivityLog
 
 PAGEVIEWS = trends(dateRange={"date_from": "-3d"})
 SIGNUPS = trends({"kind": "EventsNode", "event": "signed_up"}, dateRange={"date_from": "-3d"})
-FUNNEL = {
-    "kind": "InsightVizNode",
-    "source": {"kind": "FunnelsQuery", "series": [{"event": "signed_up"}, {"event": "paid"}]},
-}
+PATHS = {"kind": "InsightVizNode", "source": {"kind": "PathsQuery", "pathsFilter": {}}}  # a kind not computed
 
 
 def viz(source: dict) -> dict:
@@ -130,8 +127,9 @@ class TestRetrieve:
     @pytest.mark.parametrize(
         ("query", "error"),
         [
-            (FUNNEL, "query__source__kind: InsightVizNode takes a source of kind TrendsQuery."),
-            ({"kind": "FunnelsQuery", "series": []}, "query__kind: Unknown query kind 'FunnelsQuery'"),
+            (PATHS, "query__source__kind: InsightVizNode takes a source of kind TrendsQuery or FunnelsQuery or "),
+            ({"kind": "PathsQuery", "series": []}, "query__kind: Unknown query kind 'PathsQuery'"),
+            ({"kind": "FunnelsQuery", "series": [{"event": "a"}]}, "query__series: List should have at least 2"),
             (trends(math="nonsense"), "query__math: Unknown field 'math'."),
             ({"kind": "TrendsQuery", "series": [{"event": "x", "math": "avg"}]}, "query__series__0__math_property"),
             ({"no": "kind"}, "query__kind: Unknown query kind None"),
@@ -167,7 +165,7 @@ class TestListsAndWritesNeverCompute:
     def test_the_list_shows_cached_results_or_null(self, client, project, events, no_computation):
         computed = InsightFactory(project=project, query=PAGEVIEWS)
         InsightFactory(project=project, query=SIGNUPS)
-        InsightFactory(project=project, query=FUNNEL)
+        InsightFactory(project=project, query=PATHS)
         runner.cache.set(
             runner.cache_key(project, runner.parse_query(PAGEVIEWS)),
             {"computed_at": NOW, "response": {"results": [{"label": "cached"}], "last_refresh": NOW.isoformat()}},
@@ -257,7 +255,7 @@ class TestDashboardTiles:
     @pytest.fixture
     def dashboard(self, project, alice):
         dashboard = DashboardFactory(project=project, created_by=alice)
-        for order, query in enumerate((PAGEVIEWS, FUNNEL, SIGNUPS)):
+        for order, query in enumerate((PAGEVIEWS, PATHS, SIGNUPS)):
             DashboardTileFactory(dashboard=dashboard, order=order, insight__project=project, insight__query=query)
         DashboardTileFactory(dashboard=dashboard, order=3, text_tile=True)
         return dashboard
@@ -283,7 +281,7 @@ class TestDashboardTiles:
         pageviews, funnel, signups, _ = (tile["insight"] for tile in response.json()["tiles"])
         assert pageviews["result"][0]["data"] == [0, 1, 1, 2]
         assert signups["result"][0]["data"] == [0, 0, 1, 0]
-        assert (funnel["result"], funnel["error"]) == (None, FUNNEL_ERROR)
+        assert (funnel["result"], funnel["error"]) == (None, PATHS_ERROR)
 
     def test_a_timeout_is_that_tiles_error(self, client, project, dashboard, events, monkeypatch):
         from pipelines.query.errors import QueryTimeout
@@ -368,4 +366,6 @@ class TestStoredQueries:
 
 
 NOW_DAY = NOW.date().isoformat()
-FUNNEL_ERROR = "query__source__kind: InsightVizNode takes a source of kind TrendsQuery."
+PATHS_ERROR = (
+    "query__source__kind: InsightVizNode takes a source of kind TrendsQuery or FunnelsQuery or RetentionQuery."
+)

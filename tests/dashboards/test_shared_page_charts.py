@@ -1,14 +1,21 @@
 """The shared page draws each insight from its result: an SVG drawn by the server (lines or bars for trends, a big
-number for BoldNumber, a table for HogQL), the numbers in a table beside it, and "No data" for a tile whose result
-cannot be had, which never takes the other tiles down."""
+number for BoldNumber, a bar per funnel step), a shaded table for retention, a table for HogQL, the numbers in a
+table beside each chart, and "No data" for a tile whose result cannot be had, which never takes the other tiles
+down."""
 
+import json
 import re
+import uuid
 from html.parser import HTMLParser
 
 import pytest
 from django.test import Client
+from django.utils import timezone
 
+from dashboards import demo
 from dashboards.charts import _scale
+from pipelines.demo import demo_events
+from pipelines.services import NewEvent, events_ingest
 from tests.dashboards.factories import DashboardFactory, DashboardTileFactory, SharingConfigurationFactory
 from tests.pipelines.query.conftest import add_event, frozen_now, hogql, trends  # noqa: F401 - a fixture
 
@@ -151,3 +158,92 @@ def test_the_axis_ends_on_a_round_number(highest, top, labels):
     assert end == top
     assert [tick.label for tick in ticks] == labels
     assert float(ticks[0].y) > float(ticks[-1].y)  # bottom to top
+
+
+FUNNEL = {
+    "kind": "InsightVizNode",
+    "source": {
+        "kind": "FunnelsQuery",
+        "series": [{"kind": "EventsNode", "event": "$pageview"}, {"kind": "EventsNode", "event": "signed_up"}],
+        "dateRange": {"date_from": "-3d"},
+    },
+}
+RETENTION = {
+    "kind": "InsightVizNode",
+    "source": {"kind": "RetentionQuery", "retentionFilter": {"period": "Day", "totalIntervals": 3}},
+}
+
+
+def test_a_funnel_is_a_bar_per_step_with_its_conversion_in_the_table(project, alice, events):
+    add_event(project, "2024-03-17T10:00:00Z", distinct_id="u2")  # views, never signs up
+
+    page = Elements(shared_page(project, alice, FUNNEL))
+
+    [svg] = page.all("svg")
+    assert "chart-funnel" in svg[1]["class"] and svg[1]["role"] == "img"
+    first, second = (rect[1] for rect in page.all("rect") if rect[1].get("class") == "series")
+    assert float(first["height"]) == 2 * float(second["height"])  # two people viewed, one of them signed up
+    assert [text[2] for text in page.all("title")][1:] == ["1. $pageview: 2 (100%)", "2. signed_up: 1 (50%)"]
+    cells = [cell[2] for cell in page.found if cell[0] in ("th", "td")]
+    # user-1 viewed first on 16 March at 10:00 and signed up on the 17th at 12:00: 26 hours.
+    assert cells == ["Step", "People", "Conversion", "Average time"] + ["1. $pageview", "2", "100%", ""] + [
+        "2. signed_up",
+        "1",
+        "50%",
+        "1d 2h",
+    ]
+
+
+def test_a_retention_is_a_table_shaded_by_the_share_who_came_back(project, alice, events):
+    add_event(project, "2024-03-17T10:00:00Z", distinct_id="u2")  # comes once, on the 17th
+
+    html = shared_page(project, alice, RETENTION)
+    page = Elements(html)
+
+    assert page.all("svg") == [] and "No data" not in html
+    [caption] = page.all("caption")
+    assert caption[2] == "T0: the share of each cohort that came back"
+    rows = [
+        [cell[2] for cell in page.found[index + 1 :] if cell[0] in ("th", "td")][:5]
+        for index, element in enumerate(page.found)
+        if element[0] == "tr"
+    ]
+    assert rows == [
+        ["Cohort", "People", "Day 0", "Day 1", "Day 2"],
+        ["2024-03-16", "1", "100%", "100%", "100%"],
+        ["2024-03-17", "2", "100%", "50%", ""],
+        ["2024-03-18", "1", "100%", "", ""],
+    ]
+    shades = [cell[1].get("class") for cell in page.all("td")]
+    assert shades[:4] == [None, "shade-10", "shade-10", "shade-10"]
+    assert shades[5:8] == ["shade-10", "shade-5", None]
+    assert "<script" not in html and " style=" not in html
+
+
+def test_the_demo_dashboard_draws_every_tile_from_the_demo_events(project, alice, organization):
+    events_ingest(
+        project_id=project.pk,
+        events=[
+            NewEvent(
+                uuid=uuid.uuid4(),
+                event=event,
+                distinct_id=distinct_id,
+                properties=properties,
+                properties_json=json.dumps(properties),
+                timestamp=timestamp,
+            )
+            for event, distinct_id, timestamp, properties in demo_events(timezone.now())
+        ],
+    )
+    demo.create_demo_data(user=alice, organization=organization, project=project)
+    sharing = SharingConfigurationFactory(dashboard=project.dashboards.get(), enabled=True)
+
+    html = Client().get(f"/shared/{sharing.access_token}").content.decode()
+
+    tiles = tiles_of(html)
+    assert len(tiles) == 4 and not any("No data" in tile for tile in tiles)
+    funnel = Elements(tiles[3])
+    assert "chart-funnel" in funnel.all("svg")[0][1]["class"]
+    people = [int(row[2]) for row in funnel.all("td")[0::3]]
+    assert people[0] > people[1] > people[2] > 0  # drop-offs at each step
+    assert 'class="retention"' in tiles[2] and "shade-10" in tiles[2]

@@ -24,7 +24,7 @@ COUNT = hogql("SELECT count() FROM events")
     "query,attr,code",
     [
         ("SELECT 1", "query", "invalid_input"),
-        ({"kind": "FunnelsQuery", "series": []}, "query__kind", "invalid_input"),
+        ({"kind": "PathsQuery", "series": []}, "query__kind", "invalid_input"),
         ({"series": []}, "query__kind", "invalid_input"),
         (trends(interval="minute"), "query__interval", "invalid_input"),
         (trends(colour="red"), "query__colour", "invalid_input"),
