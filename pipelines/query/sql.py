@@ -4,7 +4,9 @@ Every query is built as a sqlglot tree; values enter it as literals of the tree 
 pasted text, and `project_events()` is the one place that names the table, with the project's filter. The tree is
 rendered for the connection's engine: `postgres` (JSONB `->>`, `AT TIME ZONE`, `date_trunc`) or `sqlite` (JSON1's
 `json_extract`, and Django's own SQLite functions `django_datetime_trunc`/`django_datetime_cast_date`, which the
-SQLite backend registers on every connection, for local-time truncation).
+SQLite backend registers on every connection, for local-time truncation). The same trees also render for
+`clickhouse` (`JSONExtract*` over the JSON text of `properties`, `toTimeZone`, `toStartOf*`), where events are kept at
+scale: `pipelines.query.clickhouse` runs the query kinds there, with `ENGINE` naming the engine and its executor.
 
 `execute()` runs the rendered statement in a read-only transaction with its own statement timeout
 (`QUERY_TIMEOUT_MS`): `SET TRANSACTION READ ONLY` and `SET LOCAL statement_timeout` on PostgreSQL; `PRAGMA
@@ -15,7 +17,8 @@ the caller is in one) is rolled back afterwards, so the settings never outlive t
 import datetime as dt
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 
 from django.conf import settings
 from django.db import DatabaseError, DataError, OperationalError, ProgrammingError, connection, transaction
@@ -27,10 +30,16 @@ from pipelines.query.errors import QueryError, QueryTimeout
 EVENTS = "events"  # the alias of the events table in every query
 QUERY_CANCELED = "57014"  # PostgreSQL's SQLSTATE for a statement stopped by statement_timeout
 NUMBER = r"^\s*-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?\s*$"
+CH_NUMBERS = ("Int64", "UInt64", "Double")  # ClickHouse's JSONType of a JSON number
 SQLITE_PROGRESS_STEPS = 10_000  # virtual-machine instructions between two looks at the clock
+# Another engine than the connection's, while pipelines.query.clickhouse runs a query: its dialect and what runs a tree.
+ENGINE: ContextVar[tuple[str, Callable[[exp.Expression], list[tuple]]] | None] = ContextVar("ENGINE", default=None)
 
 
 def dialect() -> str:
+    other = ENGINE.get()
+    if other is not None:
+        return other[0]
     return "postgres" if connection.vendor == "postgresql" else "sqlite"
 
 
@@ -62,6 +71,10 @@ def timestamp(value: dt.datetime, engine: str) -> exp.Expression:
     utc = value.astimezone(dt.UTC)
     if engine == "postgres":
         return exp.cast(string(utc.isoformat()), "TIMESTAMPTZ")
+    if engine == "clickhouse":
+        return exp.Anonymous(
+            this="toDateTime64", expressions=[string(utc.strftime("%Y-%m-%d %H:%M:%S.%f")), number(6), string("UTC")]
+        )
     return string(utc.strftime("%Y-%m-%d %H:%M:%S.%f").rstrip("0").rstrip("."))
 
 
@@ -84,6 +97,15 @@ def property_text(keys: Sequence[str], engine: str) -> exp.Expression:
     if engine == "postgres":
         parent = _json(keys[:-1])
         return exp.JSONExtractScalar(this=parent, expression=string(keys[-1]))
+    if engine == "clickhouse":  # a JSON string unquoted; a number or a boolean as written, e.g. `5.5`, `true`
+        return exp.Case(
+            this=_clickhouse_json("JSONType", keys),
+            ifs=[
+                exp.If(this=string("Null"), true=exp.Null()),
+                exp.If(this=string("String"), true=_clickhouse_json("JSONExtractString", keys)),
+            ],
+            default=_clickhouse_json("JSONExtractRaw", keys),
+        )
     path = _sqlite_path(keys)
     properties = column("properties")
     value = exp.Anonymous(this="json_extract", expressions=[properties, path])
@@ -111,6 +133,24 @@ def property_number(keys: Sequence[str], engine: str) -> exp.Expression:
                 exp.If(this=string("string"), true=exp.Case(ifs=[exp.If(this=numeric_text, true=as_number.copy())])),
             ],
         )
+    if engine == "clickhouse":
+        text = _clickhouse_json("JSONExtractString", keys)
+        numeric_text = exp.RegexpLike(this=text, expression=string(NUMBER))
+        trimmed = exp.Anonymous(this="replaceRegexpAll", expressions=[text.copy(), string(r"\s"), string("")])
+        return exp.Case(
+            this=_clickhouse_json("JSONType", keys),
+            ifs=[
+                *(exp.If(this=string(kind), true=_clickhouse_json("JSONExtractFloat", keys)) for kind in CH_NUMBERS),
+                exp.If(
+                    this=string("String"),
+                    true=exp.Case(
+                        ifs=[
+                            exp.If(this=numeric_text, true=exp.Anonymous(this="toFloat64OrNull", expressions=[trimmed]))
+                        ]
+                    ),
+                ),
+            ],
+        )
     path = _sqlite_path(keys)
     value = exp.Anonymous(this="json_extract", expressions=[column("properties"), path])
     numeric_text = exp.RegexpLike(this=value.copy(), expression=string(NUMBER))
@@ -127,9 +167,18 @@ def property_number(keys: Sequence[str], engine: str) -> exp.Expression:
     )
 
 
+def _clickhouse_json(function: str, keys: Sequence[str]) -> exp.Expression:
+    return exp.Anonymous(this=function, expressions=[column("properties"), *(string(key) for key in keys)])
+
+
 def start_of(unit: str, value: exp.Expression, tz: str, engine: str) -> exp.Expression:
     """The local start of the hour, day, week (from Sunday) or month holding a moment, as a local date-time without
-    a zone (PostgreSQL: timestamp; SQLite: `YYYY-MM-DD HH:MM:SS` text)."""
+    a zone (PostgreSQL: timestamp; SQLite: `YYYY-MM-DD HH:MM:SS` text; ClickHouse: DateTime in the zone)."""
+    if engine == "clickhouse":
+        local = exp.Anonymous(this="toTimeZone", expressions=[value, string(tz)])
+        function = f"toStartOf{unit.capitalize()}"
+        start = exp.Anonymous(this=function, expressions=[local, *([number(0)] if unit == "week" else [])])
+        return exp.Anonymous(this="toDateTime", expressions=[start, string(tz)])  # weeks and months start as a Date
     if engine == "postgres":
         local = exp.AtTimeZone(this=value, zone=string(tz))
         if unit == "week":
@@ -153,13 +202,17 @@ def to_date(value: exp.Expression, tz: str, engine: str) -> exp.Expression:
     """The local date of a moment."""
     if engine == "postgres":
         return exp.cast(exp.AtTimeZone(this=value, zone=string(tz)), "DATE")
+    if engine == "clickhouse":
+        return exp.Anonymous(
+            this="toDate", expressions=[exp.Anonymous(this="toTimeZone", expressions=[value, string(tz)])]
+        )
     return exp.Anonymous(this="django_datetime_cast_date", expressions=[value, string(tz), string("UTC")])
 
 
 def values_table(rows: list[tuple[exp.Expression, ...]], alias: str, columns: list[str], engine: str) -> exp.Expression:
     """A table of literal rows, named `alias` with `columns`. SQLite names a VALUES list's columns column1, column2...
     and takes no column list in an alias, so there it is selected from under its names."""
-    if engine == "postgres":
+    if engine in ("postgres", "clickhouse"):
         return exp.Values(
             expressions=[exp.Tuple(expressions=list(row)) for row in rows],
             alias=exp.TableAlias(this=exp.to_identifier(alias), columns=[exp.to_identifier(name) for name in columns]),
@@ -178,6 +231,9 @@ def render(tree: exp.Expression, engine: str) -> str:
 def execute(tree: exp.Expression) -> list[tuple]:
     """Run a SELECT tree read-only within `QUERY_TIMEOUT_MS`; its rows. QueryTimeout past the timeout; QueryError when
     the database refuses the statement (a type it cannot compare, a regular expression it cannot read)."""
+    other = ENGINE.get()
+    if other is not None:
+        return other[1](tree)
     engine = dialect()
     sql = render(tree, engine)
     timeout_ms = int(settings.QUERY_TIMEOUT_MS)

@@ -5,8 +5,9 @@ of literal rows `(idx, lo, hi)` joined to the events on `lo <= timestamp < hi`: 
 without knowing any time zone, and the same tree serves every engine. `weekly_active` and `monthly_active` use the
 same join with overlapping rows, each reaching back 7 or 30 days from the end of its interval.
 
-Medians and percentiles are PostgreSQL's `percentile_cont`; SQLite has no such aggregate, so there the values of
-each interval are fetched in order and interpolated the same way (linearly between the two nearest ranks) in Python.
+Medians and percentiles are PostgreSQL's `percentile_cont` (ClickHouse's `quantileExactInclusive`, the same
+interpolation); SQLite has no such aggregate, so there the values of each interval are fetched in order and
+interpolated the same way (linearly between the two nearest ranks) in Python.
 
 A breakdown first ranks the property's values by event count within the range; the first `breakdown_limit` (25 by
 default) get a series each, and the rest are counted together as `$$_posthog_breakdown_other_$$` (events without the
@@ -211,7 +212,7 @@ class _Trend:
         )
         keys = [idx, *([breakdown] if breakdown is not None else [])]
         percentile = PERCENTILES.get(series.math)
-        if percentile is not None and self.engine != "postgres":
+        if percentile is not None and self.engine == "sqlite":
             value = property_number([series.math_property], self.engine)
             select = (
                 exp.select(*(key.copy() for key in keys), value.as_("value"))

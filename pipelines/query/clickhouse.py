@@ -1,0 +1,97 @@
+"""The query layer on ClickHouse: the same trees, rendered in ClickHouse's SQL (docs/clickhouse.md).
+
+A deployment that keeps its events at scale keeps them in ClickHouse, in an `events` table with the columns of
+`pipelines.models.Event` (`properties` as JSON text). Nothing about a query changes there but its dialect: each kind
+builds its trees as it does for PostgreSQL, with the project's filter in the tree and values as literals, while
+`pipelines.query.sql.ENGINE` says `clickhouse`, so the helpers there build ClickHouse's functions (`JSONExtract*`,
+`toTimeZone`, `toStartOf*`, `toDateTime64`). `run()` computes a kind that way and sends each statement, rendered here,
+to `execute` (a cluster's client, or chDB in the tests), then shapes the rows exactly as the kind does for the API.
+
+Two things sqlglot does not transpile are rewritten on the way out:
+- the Django table of events becomes the ClickHouse table (`events`, or any table expression, e.g. `file(…)`), still
+  under the alias `events`, so the project filter and every column keep their meaning;
+- PostgreSQL's `percentile_cont(p) WITHIN GROUP (ORDER BY x)` becomes `quantileExactInclusive(p)(x)`, which
+  interpolates between the two nearest ranks as percentile_cont does.
+
+Every statement carries `SETTINGS readonly = 2, max_execution_time = …` (the layer's `QUERY_TIMEOUT_MS`): read-only
+and bounded on the server, as PostgreSQL's `SET TRANSACTION READ ONLY` and `statement_timeout` are.
+"""
+
+import datetime as dt
+from collections.abc import Callable
+
+import sqlglot
+from django.conf import settings
+from sqlglot import exp
+
+from pipelines.models import Event
+from pipelines.query.errors import QueryError
+from pipelines.query.nodes import ParsedQuery, parse_query
+from pipelines.query.runner import RUNNERS
+from pipelines.query.sql import ENGINE, EVENTS
+
+DIALECT = "clickhouse"
+# The kinds whose trees are shown to render for ClickHouse (tests/pipelines/test_clickhouse_rendering.py runs each in
+# chDB); a new kind joins with its entry here and its cases there.
+KINDS = frozenset({"TrendsQuery", "HogQLQuery", "FunnelsQuery", "RetentionQuery"})
+
+
+def render(tree: exp.Expression, *, events_table: str = "events") -> str:
+    """The ClickHouse SQL of a tree of the query layer, reading events from `events_table` (a table name, or a table
+    expression such as `file('events.parquet', Parquet)`)."""
+    source = _table(events_table)
+
+    def rewrite(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Table) and node.name == Event._meta.db_table and not node.args.get("db"):
+            table = source.copy()
+            table.set("alias", exp.TableAlias(this=exp.to_identifier(EVENTS)))
+            return table
+        if isinstance(node, exp.WithinGroup) and isinstance(node.this, exp.PercentileCont):
+            [ordered] = node.expression.expressions
+            return exp.ParameterizedAgg(
+                this="quantileExactInclusive", expressions=[node.this.this.copy()], params=[ordered.this.copy()]
+            )
+        return node
+
+    rendered = tree.copy().transform(rewrite)
+    seconds = max(int(settings.QUERY_TIMEOUT_MS), 1) / 1000
+    rendered.set(
+        "settings",
+        [
+            exp.EQ(this=exp.var("readonly"), expression=exp.Literal.number(2)),
+            exp.EQ(this=exp.var("max_execution_time"), expression=exp.Literal.number(seconds)),
+        ],
+    )
+    return rendered.sql(dialect=DIALECT, identify=True)
+
+
+def run(
+    parsed: ParsedQuery,
+    *,
+    project,
+    now: dt.datetime,
+    execute: Callable[[str], list[tuple]],
+    events_table: str = "events",
+) -> dict:
+    """The result of a parsed query over `project`'s events in ClickHouse, as the API computes it from its own
+    database: `execute(sql)` runs each statement and returns its rows as tuples."""
+    kind = parsed.node.kind
+    if kind not in KINDS:
+        raise QueryError(f"{kind} is not rendered for ClickHouse.", attr=parsed.attr("kind"))
+    token = ENGINE.set((DIALECT, lambda tree: execute(render(tree, events_table=events_table))))
+    try:
+        return RUNNERS[kind](parsed, project=project, now=now)
+    finally:
+        ENGINE.reset(token)
+
+
+def run_query(*, project, query: object, now: dt.datetime, execute, events_table: str = "events") -> dict:
+    """`run()` of a query as a request sends it (wrappers unwrapped, fields checked)."""
+    return run(parse_query(query), project=project, now=now, execute=execute, events_table=events_table)
+
+
+def _table(text: str) -> exp.Table:
+    table = sqlglot.parse_one(f"SELECT * FROM {text}", read=DIALECT).args["from_"].this
+    if not isinstance(table, exp.Table):
+        raise ValueError(f"Not a ClickHouse table or table function: {text!r}.")
+    return table

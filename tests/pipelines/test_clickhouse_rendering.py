@@ -1,0 +1,316 @@
+"""One tree, two engines (DECISIONS.md §15): every query kind (trends, HogQL, funnels, retention), rendered for
+ClickHouse and run in chDB (embedded ClickHouse) over the same events written to Parquet, gives the result the API
+computes from the test database, whichever it is (SQLite or PostgreSQL).
+
+The Parquet file holds every project's events, as a ClickHouse `events` table would, so the project's filter in the
+rendered tree is what keeps the other project's events out (they would change every number below)."""
+
+import datetime as dt
+import json
+import math
+
+import chdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from pipelines.models import Event
+from pipelines.query import clickhouse
+from pipelines.query.nodes import parse_query
+from pipelines.query.runner import RUNNERS
+from tests.pipelines.query.conftest import add_event, hogql, trends
+
+NOW = dt.datetime(2024, 3, 18, 15, 30, tzinfo=dt.UTC)
+MARCH = {"date_from": "2024-03-01", "date_to": "2024-03-10"}
+BROWSERS = ["Chrome", "Chrome", "Safari", "Firefox", None, "Chrome", "Safari", "Edge"]
+PRICES = [10, 5.5, "2.25", "n/a", None, 7, -1.5, True]
+
+
+def series(event="$pageview", **fields) -> dict:
+    return {"kind": "EventsNode", "event": event, **fields}
+
+
+def funnel(*events: str, order: str = "ordered", **fields) -> dict:
+    return {
+        "kind": "FunnelsQuery",
+        "series": [{"kind": "EventsNode", "event": event} for event in events],
+        "funnelsFilter": {"funnelOrderType": order, "funnelWindowInterval": 2, "funnelWindowIntervalUnit": "day"},
+        "dateRange": MARCH,
+        **fields,
+    }
+
+
+@pytest.fixture(scope="module")
+def chdb_rows():
+    """Runs ClickHouse SQL in chDB; the rows as tuples of JSON values (date-times as ClickHouse writes them, in their
+    column's zone; 64-bit integers as numbers, as a driver gives them). Started once for the module."""
+
+    def execute(sql: str) -> list[tuple]:
+        # The rendering ends with its SETTINGS clause; this one is about the output, so the client adds it.
+        answer = chdb.query(f"{sql}, output_format_json_quote_64bit_integers = 0", "JSONCompact")
+        return [tuple(row) for row in json.loads(answer.bytes())["data"]]
+
+    chdb.query("SELECT 1")
+    return execute
+
+
+@pytest.fixture
+def events(project, other_project):
+    """Forty events over 1–10 March 2024 (some near midnight, so that a time zone moves them to another day), with
+    browsers (some missing), prices (numbers, numeric text, other text, a boolean) and three users; and the other
+    project's events at the same times with prices that would show in any sum."""
+    start = dt.datetime(2024, 3, 1, 1, 15, tzinfo=dt.UTC)
+    for index in range(40):
+        when = start + dt.timedelta(hours=5 * index + (index % 3), minutes=7 * index)
+        properties = {"plan": "pro" if index % 4 == 0 else "free", "nested": {"level": index % 3}}
+        if BROWSERS[index % len(BROWSERS)] is not None:
+            properties["$browser"] = BROWSERS[index % len(BROWSERS)]
+        if PRICES[index % len(PRICES)] is not None:
+            properties["price"] = PRICES[index % len(PRICES)]
+        event = "signed up" if index % 5 == 0 else "$pageview"
+        add_event(project, when, event=event, distinct_id=f"u{index % 3}", **properties)
+        add_event(
+            other_project, when, event=event, distinct_id=f"intruder{index % 2}", price=1000, **{"$browser": "Chrome"}
+        )
+
+
+@pytest.fixture
+def compare(project, events, chdb_rows, tmp_path):
+    """compare(query) -> the result, after checking that ClickHouse's rendering in chDB gives the same."""
+    path = tmp_path / "events.parquet"
+    _write_parquet(path)
+    table = f"file('{path}', Parquet)"
+
+    def check(query: dict) -> dict:
+        parsed = parse_query(query)
+        expected = RUNNERS[parsed.node.kind](parsed, project=project, now=NOW)
+        actual = clickhouse.run(parsed, project=project, now=NOW, execute=chdb_rows, events_table=table)
+        assert _rounded(actual) == _rounded(expected)
+        return expected
+
+    return check
+
+
+def _write_parquet(path) -> None:
+    rows = list(Event.objects.order_by("id").values())
+    utc = pa.timestamp("us", tz="UTC")
+    schema = pa.schema(
+        [
+            ("id", pa.int64()),
+            ("uuid", pa.string()),
+            ("project_id", pa.int64()),
+            ("event", pa.string()),
+            ("distinct_id", pa.string()),
+            ("properties", pa.string()),
+            ("timestamp", utc),
+            ("inserted_at", utc),
+        ]
+    )
+    columns = {
+        "id": [row["id"] for row in rows],
+        "uuid": [str(row["uuid"]) for row in rows],
+        "project_id": [row["project_id"] for row in rows],
+        "event": [row["event"] for row in rows],
+        "distinct_id": [row["distinct_id"] for row in rows],
+        "properties": [json.dumps(row["properties"]) for row in rows],
+        "timestamp": [row["timestamp"] for row in rows],
+        "inserted_at": [row["inserted_at"] for row in rows],
+    }
+    pq.write_table(pa.table(columns, schema=schema), path)
+
+
+def _rounded(value):
+    """Floats to 9 places: the engines may add the same numbers in another order."""
+    if isinstance(value, float):
+        return round(value, 9) if math.isfinite(value) else value
+    if isinstance(value, dict):
+        return {key: _rounded(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_rounded(item) for item in value]
+    return value
+
+
+def _data(result: dict) -> list[tuple]:
+    return [(entry.get("breakdown_value"), entry["data"]) for entry in result["results"]]
+
+
+def test_the_rendering_reads_the_clickhouse_events_table_under_the_projects_filter(project):
+    statements = []
+    query = hogql("SELECT properties.$browser, count() FROM events WHERE event = 'a' GROUP BY 1")
+
+    clickhouse.run_query(project=project, query=query, now=NOW, execute=lambda sql: statements.append(sql) or [])
+
+    [sql] = statements
+    assert f'FROM "events" AS "events" WHERE "events"."project_id" = {project.pk} AND' in sql
+    assert 'JSONExtractString("events"."properties", \'$browser\')' in sql
+    assert sql.endswith("SETTINGS readonly = 2, max_execution_time = 10.0")
+    assert "pipelines_event" not in sql
+
+
+class TestTrends:
+    def test_total_count_per_day(self, compare):
+        result = compare(trends(series(), dateRange=MARCH))
+
+        [entry] = result["results"]
+        assert len(entry["data"]) == 10 and entry["count"] == 32  # eight of the forty are sign-ups
+
+    def test_all_events_and_a_second_series(self, compare):
+        result = compare(trends(series(None), series("signed up"), dateRange=MARCH))
+
+        assert [entry["count"] for entry in result["results"]] == [40, 8]
+
+    def test_unique_users_per_week(self, compare):
+        result = compare(
+            trends(series(math="dau"), interval="week", dateRange={"date_from": "2024-02-25", "date_to": "2024-03-16"})
+        )
+
+        assert result["results"][0]["data"] == [3, 3, 0]
+
+    def test_weekly_active_users_and_months(self, compare):
+        compare(trends(series(math="weekly_active"), dateRange=MARCH))
+        result = compare(
+            trends(series(), interval="month", dateRange={"date_from": "2024-01-01", "date_to": "2024-03-31"})
+        )
+
+        assert result["results"][0]["data"] == [0, 0, 32]
+
+    @pytest.mark.parametrize("math", ["sum", "avg", "min", "max", "median", "p90"])
+    def test_a_property_aggregate(self, compare, math):
+        result = compare(trends(series(math=math, math_property="price"), dateRange=MARCH))
+
+        assert any(result["results"][0]["data"])
+
+    def test_sum_reads_numbers_and_numeric_text_only(self, compare):
+        result = compare(trends(series(None, math="sum", math_property="price"), dateRange=MARCH))
+
+        # Per eight events: 10 + 5.5 + "2.25" + 7 - 1.5 (not "n/a", a missing price or true), five times over.
+        assert result["results"][0]["count"] == 5 * 23.25
+
+    def test_a_breakdown_with_a_limit_sums_the_rest_as_other(self, compare):
+        query = trends(series(), dateRange=MARCH, breakdownFilter={"breakdown": "$browser", "breakdown_limit": 2})
+        result = compare(query)
+
+        assert [value for value, _ in _data(result)] == ["Chrome", "Safari", "$$_posthog_breakdown_other_$$"]
+
+    def test_a_breakdown_by_a_number_and_a_missing_property(self, compare):
+        result = compare(trends(series(None), dateRange=MARCH, breakdownFilter={"breakdown": "price"}))
+
+        assert {value for value, _ in _data(result)} == {
+            "10", "5.5", "2.25", "n/a", "7", "-1.5", "true", "$$_posthog_breakdown_null_$$"
+        }  # fmt: skip
+
+    @pytest.mark.parametrize(
+        "prop",
+        [
+            {"key": "$browser", "value": "Chrome"},
+            {"key": "$browser", "value": ["Safari", "Edge"], "operator": "is_not"},
+            {"key": "$browser", "value": "chr", "operator": "icontains"},
+            {"key": "$browser", "value": "FIRE", "operator": "not_icontains"},
+            {"key": "$browser", "value": "^(Saf|Fire)", "operator": "regex"},
+            {"key": "$browser", "value": "^(Saf|Fire)", "operator": "not_regex"},
+            {"key": "price", "value": 5, "operator": "gt"},
+            {"key": "price", "value": 7, "operator": "gte"},
+            {"key": "price", "value": 0, "operator": "lt"},
+            {"key": "price", "value": "2.25", "operator": "lte"},
+            {"key": "price", "value": True},
+            {"key": "price", "value": [10, "n/a"]},
+            {"key": "price", "operator": "is_set"},
+            {"key": "price", "operator": "is_not_set"},
+        ],
+    )
+    def test_a_property_filter(self, compare, prop):
+        result = compare(trends(series(None), dateRange=MARCH, properties=[prop]))
+
+        assert 0 < result["results"][0]["count"] < 40
+
+    def test_a_series_filter_on_a_nested_property(self, compare):
+        compare(
+            trends(
+                series(properties=[{"key": "plan", "value": "pro"}]),
+                dateRange=MARCH,
+                trendsFilter={"display": "BoldNumber"},
+            )
+        )
+
+    @pytest.mark.parametrize("interval", ["hour", "day", "week"])
+    def test_a_project_time_zone_off_utc_by_half_an_hour(self, compare, project, interval):
+        project.time_zone = "Asia/Kolkata"
+        project.save(update_fields=["time_zone"])
+        date_range = {"date_from": "2024-03-03", "date_to": "2024-03-04"} if interval == "hour" else MARCH
+
+        result = compare(trends(series(None), interval=interval, dateRange=date_range))
+
+        assert result["resolved_date_range"]["date_from"].endswith("+05:30")
+        assert any(result["results"][0]["data"])
+
+
+class TestHogQL:
+    def test_a_grouped_select_with_where_order_and_limit(self, compare):
+        result = compare(
+            hogql(
+                "SELECT properties.$browser AS browser, count() AS n, uniq(distinct_id) AS users, "
+                "sum(properties.price) AS total, avg(properties.price) AS mean FROM events "
+                "WHERE event = '$pageview' AND timestamp >= '2024-03-02' AND properties.$browser IS NOT NULL "
+                "GROUP BY browser ORDER BY n DESC, browser LIMIT 3"
+            )
+        )
+
+        assert [row[0] for row in result["results"]] == ["Chrome", "Safari", "Edge"]  # Edge and Firefox tie
+        assert result["hasMore"] is True
+
+    def test_time_functions_in_the_project_time_zone(self, compare, project):
+        project.time_zone = "America/New_York"
+        project.save(update_fields=["time_zone"])
+
+        result = compare(
+            hogql(
+                "SELECT toStartOfDay(timestamp) AS day, toDate(timestamp) AS d, toStartOfWeek(timestamp) AS w, "
+                "toStartOfMonth(timestamp) AS m, toStartOfHour(min(timestamp)) AS first, count() AS n FROM events "
+                "WHERE timestamp < now() - INTERVAL 10 DAY GROUP BY day, d, w, m ORDER BY day"
+            )
+        )
+
+        assert result["results"][0][0] == "2024-02-29T00:00:00-05:00"
+
+    def test_star_and_properties_with_offset(self, compare):
+        result = compare(
+            hogql(
+                "SELECT *, properties.nested.level AS level, properties['plan'] FROM events "
+                "WHERE properties.nested.level > 0 OR event LIKE 'sign%' ORDER BY timestamp DESC LIMIT 5 OFFSET 2"
+            )
+        )
+
+        assert len(result["results"]) == 5 and result["offset"] == 2
+
+
+class TestFunnels:
+    @pytest.mark.parametrize("order", ["ordered", "strict", "unordered"])
+    def test_steps_and_conversion_times(self, compare, order):
+        result = compare(funnel("signed up", "$pageview", "signed up", order=order))
+
+        assert result["results"][0]["count"] == 3
+
+    def test_a_month_window_and_a_property_filter(self, compare):
+        query = funnel("$pageview", "signed up", properties=[{"key": "plan", "value": "free"}])
+        query["funnelsFilter"].update(funnelWindowInterval=1, funnelWindowIntervalUnit="month")
+        compare(query)
+
+
+class TestRetention:
+    @pytest.mark.parametrize("period", ["Day", "Week"])
+    def test_cohorts(self, compare, project, period):
+        project.time_zone = "America/New_York"
+        project.save(update_fields=["time_zone"])
+        query = {
+            "kind": "RetentionQuery",
+            "retentionFilter": {
+                "targetEntity": {"id": "signed up", "type": "events"},
+                "returningEntity": {"id": "$pageview", "type": "events"},
+                "period": period,
+                "totalIntervals": 5,
+            },
+            "dateRange": {"date_to": "2024-03-10"},
+        }
+        result = compare(query)
+
+        assert any(value["count"] for cohort in result["results"] for value in cohort["values"])
