@@ -1,42 +1,10 @@
-from django import forms
-from django.apps import apps
 from django.contrib import admin, messages
-from django.core.exceptions import ValidationError
+from django.utils import timezone
 
+from apikeys.forms import PersonalAPIKeyIssueForm
 from apikeys.models import PersonalAPIKey
-from apikeys.scopes import ALL, ALL_SCOPES, validate_scopes
 from apikeys.services import api_key_create, api_key_revoke
-from workspace.admin import RecordedModelAdmin
-
-
-class PersonalAPIKeyIssueForm(forms.ModelForm):
-    """Issues a key: the plaintext is generated on save and shown once in a message."""
-
-    scopes = forms.MultipleChoiceField(
-        choices=[(ALL, "* (all scopes)"), *[(scope, scope) for scope in ALL_SCOPES]],
-        widget=forms.CheckboxSelectMultiple,
-    )
-    organizations = forms.ModelMultipleChoiceField(
-        queryset=None,  # set per form: organizations sit above keys, so they are looked up, not imported
-        required=False,
-        help_text="Limit the key to these organizations; leave empty for all of the user's.",
-    )
-    expires_in_days = forms.IntegerField(required=False, min_value=1)
-
-    class Meta:
-        model = PersonalAPIKey
-        fields = ["user", "label"]
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        organization_model = apps.get_model("organizations", "Organization")
-        self.fields["organizations"].queryset = organization_model.objects.order_by("name")
-
-    def clean_scopes(self):
-        try:
-            return validate_scopes(self.cleaned_data["scopes"])
-        except ValidationError as error:
-            raise forms.ValidationError(error.messages) from error
+from workspace.admin import RecordedModelAdmin, short, shortened
 
 
 @admin.register(PersonalAPIKey)
@@ -45,19 +13,18 @@ class PersonalAPIKeyAdmin(RecordedModelAdmin):
     nor the stored digest reaches the activity log."""
 
     list_display = (
-        "label",
-        "user",
+        short("label"),
+        short("user__email", "user", limit=30),
         "mask_value",
         "scope_list",
-        "created_at",
+        "state",
         "last_used_at",
-        "expires_at",
-        "revoked_at",
+        "created_at",
     )
     list_filter = ("revoked_at", "expires_at", "created_at")
     list_select_related = ("user",)
     search_fields = ("label", "user__email", "mask_value")
-    raw_id_fields = ("user",)
+    autocomplete_fields = ("user",)
     readonly_fields = (
         "mask_value",
         "scopes",
@@ -87,9 +54,18 @@ class PersonalAPIKeyAdmin(RecordedModelAdmin):
             return ()
         return ("user", *self.readonly_fields)
 
+    @admin.display(description="state", ordering="revoked_at")
+    def state(self, key):
+        """Revoked, expired (with the day) or active: what the expiry and revocation columns would say."""
+        if key.revoked_at is not None:
+            return "revoked"
+        if key.expires_at is not None:
+            return f"{'expired' if key.expires_at <= timezone.now() else 'expires'} {key.expires_at:%Y-%m-%d}"
+        return "active"
+
     @admin.display(description="scopes")
     def scope_list(self, key):
-        return ", ".join(key.scopes) or "(none)"
+        return shortened(", ".join(key.scopes) or "(none)")
 
     def activity_context(self, obj) -> dict:
         return {}  # a key belongs to a person, not to one organization

@@ -1,7 +1,12 @@
+import logging
+
 from django.contrib import admin, messages
+from django.db import transaction
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.html import format_html
 
+from dashboards.charts import chart
 from dashboards.models import (
     Dashboard,
     DashboardCollaborator,
@@ -13,9 +18,12 @@ from dashboards.models import (
     SharingPassword,
     Text,
 )
+from dashboards.results import InsightResults
 from dashboards.services import dashboard_update, insight_update, text_update
-from workspace.admin import RecordedInlineMixin, RecordedModelAdmin
+from workspace.admin import RecordedInlineMixin, RecordedModelAdmin, short, shortened
 from workspace.services import VOLATILE_FIELDS
+
+logger = logging.getLogger(__name__)
 
 # The entry names the operator; the modifier moving with the change is not a change of its own (the admin records
 # a record's columns, so the column name too).
@@ -28,6 +36,34 @@ def dashboard_context(dashboard: Dashboard) -> dict:
 
 def project_context(obj) -> dict:
     return {"organization_id": obj.project.organization_id, "project_id": obj.project_id}
+
+
+CHART_FAILED = "This chart could not be drawn; the reason is in the service's log."
+
+
+def insight_charts(insights, *, project, link: bool = False, empty_text: str = "No insights."):
+    """The charts of `insights` (of `project`) as HTML, each drawn from its result as the API computes it
+    (dashboards.results, `blocking`: cached while fresh, else computed now) and as the shared page draws it.
+
+    Each chart is computed in a savepoint and on its own: one whose query or drawing fails shows why, and neither
+    the other charts nor the page fail with it (on PostgreSQL a failed query would otherwise spoil the transaction
+    the admin page runs in)."""
+    results = InsightResults(project=project, refresh="blocking")
+    charts = []
+    for insight in insights:
+        shown = {"insight": insight, "chart": None, "error": None}
+        if link:
+            shown["link"] = reverse("admin:dashboards_insight_change", args=[insight.pk])
+        try:
+            with transaction.atomic():
+                result = results.of(insight)
+                shown["chart"] = chart(insight, result)
+            shown["error"] = result["error"]
+        except Exception:
+            logger.exception("The chart of insight %s could not be drawn in admin.", insight.pk)
+            shown["error"] = CHART_FAILED
+        charts.append(shown)
+    return render_to_string("admin/dashboards/charts.html", {"charts": charts, "empty_text": empty_text})
 
 
 class DashboardTileInline(RecordedInlineMixin, admin.StackedInline):
@@ -69,7 +105,7 @@ class DashboardTagInline(RecordedInlineMixin, admin.TabularInline):
 class DashboardCollaboratorInline(RecordedInlineMixin, admin.TabularInline):
     model = DashboardCollaborator
     extra = 0
-    raw_id_fields = ("user",)
+    autocomplete_fields = ("user",)
     fields = ("user", "level", "added_at", "updated_at")
     readonly_fields = ("level", "added_at", "updated_at")
 
@@ -81,14 +117,36 @@ class DashboardCollaboratorInline(RecordedInlineMixin, admin.TabularInline):
 class DashboardAdmin(RecordedModelAdmin):
     """All dashboards, soft-deleted ones included, so that an operator can restore them."""
 
-    list_display = ("name", "id", "project", "pinned", "deleted", "restriction_level", "created_by", "created_at")
+    list_display = (
+        short("name"),
+        "id",
+        short("project__name", "project"),
+        "pinned",
+        "deleted",
+        "restriction_level",
+        short("created_by__email", "created by", limit=30),
+        "created_at",
+    )
     list_filter = ("project", "pinned", "deleted", "restriction_level", "creation_mode")
     list_select_related = ("project", "created_by")
     search_fields = ("name",)
-    raw_id_fields = ("project", "created_by")
-    readonly_fields = ("created_at",)
+    autocomplete_fields = ("created_by",)
+    raw_id_fields = ("project",)
+    readonly_fields = ("created_at", "charts")
     inlines = [DashboardTileInline, DashboardTagInline, DashboardCollaboratorInline]
     actions = ["restore", "soft_delete"]
+
+    @admin.display(description="charts")
+    def charts(self, dashboard):
+        """Each shown tile's insight, charted as the shared page charts it."""
+        if dashboard.pk is None:
+            return "-"
+        tiles = (
+            DashboardTile.objects.filter(dashboard=dashboard, insight__isnull=False).shown().select_related("insight")
+        )
+        return insight_charts(
+            [tile.insight for tile in tiles], project=dashboard.project, link=True, empty_text="No insight tiles."
+        )
 
     def activity_context(self, obj) -> dict:
         return dashboard_context(obj)
@@ -138,11 +196,19 @@ class SharingPasswordInline(RecordedInlineMixin, admin.TabularInline):
 
 @admin.register(SharingConfiguration)
 class SharingConfigurationAdmin(RecordedModelAdmin):
-    list_display = ("dashboard", "project", "enabled", "expires_at", "password_required", "created_at")
+    list_display = (
+        short("dashboard__name", "dashboard"),
+        "project",
+        "enabled",
+        "expires_at",
+        "password",
+        "created_at",
+    )
     list_filter = ("enabled", "password_required")
     inlines = [SharingPasswordInline]
     list_select_related = ("dashboard__project",)
     search_fields = ("dashboard__name",)
+    autocomplete_fields = ("enabled_by",)
     raw_id_fields = ("dashboard",)
     readonly_fields = ("access_token", "created_at")
     # Whoever holds the token sees the dashboard: the log keeps a digest of it, never the token.
@@ -153,7 +219,11 @@ class SharingConfigurationAdmin(RecordedModelAdmin):
 
     @admin.display(description="project", ordering="dashboard__project__name")
     def project(self, configuration):
-        return configuration.dashboard.project
+        return shortened(configuration.dashboard.project.name)
+
+    @admin.display(boolean=True, description="password", ordering="password_required")
+    def password(self, configuration):
+        return configuration.password_required
 
 
 class InsightTagInline(RecordedInlineMixin, admin.TabularInline):
@@ -168,14 +238,32 @@ class InsightTagInline(RecordedInlineMixin, admin.TabularInline):
 class InsightAdmin(RecordedModelAdmin):
     """All insights, soft-deleted ones included; changes go through the same service as the API."""
 
-    list_display = ("__str__", "short_id", "project", "deleted", "last_modified_at", "last_modified_by")
+    list_display = (
+        "title",
+        "short_id",
+        short("project__name", "project"),
+        "deleted",
+        "last_modified_at",
+        short("last_modified_by__email", "modified by", limit=30),
+    )
     list_filter = ("deleted", "project")
     list_select_related = ("project", "last_modified_by")
     search_fields = ("name", "derived_name", "short_id")
-    raw_id_fields = ("project", "created_by", "last_modified_by")
-    readonly_fields = ("short_id", "created_at", "created_by", "last_modified_at", "last_modified_by")
+    raw_id_fields = ("project",)
+    readonly_fields = ("short_id", "created_at", "created_by", "last_modified_at", "last_modified_by", "chart")
     inlines = [InsightTagInline]
     activity_ignored_fields = MODIFIED_FIELDS
+
+    @admin.display(description="chart")
+    def chart(self, insight):
+        """The insight's result, charted as the shared page charts it."""
+        if insight.pk is None:
+            return "-"
+        return insight_charts([insight], project=insight.project)
+
+    @admin.display(description="insight", ordering="name")
+    def title(self, insight):
+        return shortened(insight)
 
     def activity_context(self, obj) -> dict:
         return project_context(obj)
@@ -192,10 +280,10 @@ class InsightAdmin(RecordedModelAdmin):
 class TextAdmin(RecordedModelAdmin):
     """The bodies of text tiles."""
 
-    list_display = ("__str__", "id", "project", "last_modified_at")
+    list_display = (short("body", "text"), "id", short("project__name", "project"), "last_modified_at")
     list_select_related = ("project",)
     search_fields = ("body",)
-    raw_id_fields = ("project", "created_by", "last_modified_by")
+    raw_id_fields = ("project",)
     readonly_fields = ("created_by", "last_modified_at", "last_modified_by")
     activity_ignored_fields = MODIFIED_FIELDS
 

@@ -14,7 +14,7 @@ from organizations.services import (
     project_delete,
     project_rotate_api_token,
 )
-from workspace.admin import RecordedInlineMixin, RecordedModelAdmin
+from workspace.admin import RecordedInlineMixin, RecordedModelAdmin, short
 
 
 def membership_update(request, membership: Membership, changes: dict) -> Membership:
@@ -42,7 +42,7 @@ class MembershipWrites:
 class MembershipInline(MembershipWrites, RecordedInlineMixin, admin.TabularInline):
     model = Membership
     extra = 0
-    raw_id_fields = ("user",)
+    autocomplete_fields = ("user",)
     fields = ("user", "level", "joined_at", "updated_at")
     readonly_fields = ("joined_at", "updated_at")
 
@@ -63,7 +63,7 @@ class ProjectInline(RecordedInlineMixin, admin.TabularInline):
 
 @admin.register(Organization)
 class OrganizationAdmin(RecordedModelAdmin):
-    list_display = ("name", "slug", "plugins_access_level", "member_total", "created_at")
+    list_display = (short("name"), short("slug"), "plugins_access_level", "member_total", "created_at")
     list_filter = ("plugins_access_level", "enforce_2fa", "is_member_join_email_enabled")
     search_fields = ("name", "slug", "id")
     readonly_fields = ("id", "created_at", "updated_at")
@@ -85,7 +85,7 @@ class OrganizationAdmin(RecordedModelAdmin):
 
 @admin.register(Project)
 class ProjectAdmin(RecordedModelAdmin):
-    list_display = ("name", "id", "organization", "created_at")
+    list_display = (short("name"), "id", short("organization__name", "organization"), "created_at")
     list_select_related = ("organization",)
     list_filter = ("created_at",)
     search_fields = ("name", "organization__name", "uuid", "=api_token")
@@ -112,11 +112,18 @@ class ProjectAdmin(RecordedModelAdmin):
 
 @admin.register(Membership)
 class MembershipAdmin(MembershipWrites, RecordedModelAdmin):
-    list_display = ("user", "organization", "level", "joined_at", "updated_at")
+    list_display = (
+        short("user__email", "user", limit=30),
+        short("organization__name", "organization"),
+        "level",
+        "joined_at",
+        "updated_at",
+    )
     list_select_related = ("user", "organization")
     list_filter = ("level", "joined_at")
     search_fields = ("user__email", "organization__name", "organization__id")
-    raw_id_fields = ("user", "organization")
+    autocomplete_fields = ("user",)
+    raw_id_fields = ("organization",)
     readonly_fields = ("id", "joined_at", "updated_at")
 
     def get_readonly_fields(self, request, obj=None):
@@ -128,19 +135,19 @@ class MembershipAdmin(MembershipWrites, RecordedModelAdmin):
 @admin.register(Invite)
 class InviteAdmin(RecordedModelAdmin):
     list_display = (
-        "target_email",
-        "organization",
+        short("target_email", "email", limit=30),
+        short("organization__name", "organization"),
         "level",
-        "created_by",
+        short("created_by__email", "created by", limit=30),
         "created_at",
-        "emailing_attempt_made",
-        "accepted_at",
-        "is_expired",
+        "emailed",
+        "status",
     )
     list_select_related = ("organization", "created_by")
     list_filter = ("level", "emailing_attempt_made", "created_at")
     search_fields = ("target_email", "organization__name", "id")
-    raw_id_fields = ("organization", "created_by", "accepted_by")
+    autocomplete_fields = ("created_by", "accepted_by")
+    raw_id_fields = ("organization",)
     readonly_fields = (
         "id",
         "created_at",
@@ -158,9 +165,16 @@ class InviteAdmin(RecordedModelAdmin):
         "next_emailing_attempt_at",
     }
 
-    @admin.display(boolean=True, description="expired")
-    def is_expired(self, invite):
-        return invite.is_expired
+    @admin.display(boolean=True, description="emailed", ordering="emailing_attempt_made")
+    def emailed(self, invite):
+        return invite.emailing_attempt_made
+
+    @admin.display(description="status", ordering="accepted_at")
+    def status(self, invite):
+        """Accepted, expired or pending: one column where the acceptance time and the expiry flag took two."""
+        if invite.accepted_at is not None:
+            return "accepted"
+        return "expired" if invite.is_expired else "pending"
 
     def activity_context(self, obj) -> dict:
         return {"organization_id": obj.organization_id}
@@ -200,7 +214,13 @@ class InviteAdmin(RecordedModelAdmin):
 
 @admin.register(Domain)
 class DomainAdmin(RecordedModelAdmin):
-    list_display = ("domain", "organization", "verified_at", "last_verification_attempt_at", "sso_enforcement")
+    list_display = (
+        short("domain"),
+        short("organization__name", "organization"),
+        "verified_at",
+        "last_verification_attempt_at",
+        "sso_enforcement",
+    )
     list_select_related = ("organization",)
     list_filter = ("sso_enforcement", "jit_provisioning_enabled", "verified_at")
     search_fields = ("domain", "organization__name")

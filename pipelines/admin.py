@@ -32,7 +32,7 @@ from pipelines.services import (
     batch_export_update,
     plugin_delete,
 )
-from workspace.admin import RecordedInlineMixin, RecordedModelAdmin
+from workspace.admin import RecordedInlineMixin, RecordedModelAdmin, short, shortened
 from workspace.services import mask_secrets
 
 
@@ -134,12 +134,12 @@ class BatchExportForm(forms.ModelForm):
 class BatchExportAdmin(RecordedModelAdmin):
     form = BatchExportForm
     list_display = (
-        "name",
+        short("name"),
         "destination_type",
         "interval",
         "paused",
         "paused_reason",
-        "project",
+        short("project__name", "project"),
         "organization",
         "created_at",
     )
@@ -176,7 +176,7 @@ class BatchExportAdmin(RecordedModelAdmin):
 
     @admin.display(description="organization", ordering="project__organization__name")
     def organization(self, batch_export):
-        return batch_export.project.organization
+        return shortened(batch_export.project.organization.name)
 
     def activity_context(self, obj) -> dict:
         return export_context(obj)
@@ -248,7 +248,14 @@ class BatchExportRunLogInline(RecordedInlineMixin, admin.TabularInline):
 
 @admin.register(BatchExportRun)
 class BatchExportRunAdmin(RecordedModelAdmin):
-    list_display = ("id", "batch_export", "status", "data_interval_start", "data_interval_end", "created_at")
+    list_display = (
+        short("id", limit=9),
+        short("batch_export__name", "batch export"),
+        "status",
+        "data_interval_start",
+        "data_interval_end",
+        "created_at",
+    )
     list_select_related = ("batch_export",)
     list_filter = ("status",)
     search_fields = ("id", "batch_export__name")
@@ -267,7 +274,14 @@ class BatchExportRunAdmin(RecordedModelAdmin):
 
 @admin.register(BatchExportBackfill)
 class BatchExportBackfillAdmin(RecordedModelAdmin):
-    list_display = ("id", "batch_export", "start_at", "end_at", "status", "created_at")
+    list_display = (
+        short("id", limit=9),
+        short("batch_export__name", "batch export"),
+        "start_at",
+        "end_at",
+        "status",
+        "created_at",
+    )
     list_select_related = ("batch_export",)
     list_filter = ("status",)
     raw_id_fields = ("batch_export",)
@@ -294,7 +308,15 @@ class PluginSourceFileInline(RecordedInlineMixin, admin.StackedInline):
 
 @admin.register(Plugin)
 class PluginAdmin(RecordedModelAdmin):
-    list_display = ("name", "collection", "plugin_type", "organization", "tag", "latest_tag", "is_global")
+    list_display = (
+        short("name"),
+        "collection",
+        "plugin_type",
+        short("organization__name", "organization"),
+        short("tag", limit=12),
+        short("latest_tag", limit=12),
+        "is_global",
+    )
     list_select_related = ("organization",)
     list_filter = ("collection", "plugin_type", "is_global")
     search_fields = ("name", "url", "organization__name")
@@ -311,7 +333,13 @@ class PluginAdmin(RecordedModelAdmin):
 
 @admin.register(PluginConfig)
 class PluginConfigAdmin(RecordedModelAdmin):
-    list_display = ("plugin", "project", "enabled", "order", "updated_at")
+    list_display = (
+        short("plugin__name", "plugin"),
+        short("project__name", "project"),
+        "enabled",
+        "order",
+        "updated_at",
+    )
     list_select_related = ("plugin", "project")
     list_filter = ("enabled", "plugin__collection")
     search_fields = ("plugin__name", "project__name")
@@ -437,7 +465,13 @@ class CappedCountPaginator(Paginator):
 class EventAdmin(RecordedModelAdmin):
     """Events are read here, never written: they come in through the capture endpoints only."""
 
-    list_display = ("timestamp", "event", "distinct_id", "project", "uuid")
+    list_display = (
+        "timestamp",
+        short("event"),
+        short("distinct_id", "distinct id", limit=24),
+        short("project__name", "project", limit=30),
+        short("uuid", limit=9),
+    )
     list_select_related = ("project",)
     list_filter = (ProjectIdFilter, EventNameFilter, DistinctIdFilter, AfterFilter, BeforeFilter)
     ordering = Event.NEWEST_FIRST
