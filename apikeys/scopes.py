@@ -23,6 +23,7 @@ OBJECTS = (
     "project",
     "user",
     "query",
+    "person",
 )
 
 ALL_SCOPES = tuple(f"{obj}:{action}" for obj in OBJECTS for action in ACTIONS)

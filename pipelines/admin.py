@@ -19,6 +19,8 @@ from pipelines.models import (
     BatchExportRun,
     BatchExportRunLog,
     Event,
+    Person,
+    PersonDistinctId,
     Plugin,
     PluginConfig,
     PluginSourceFile,
@@ -486,6 +488,51 @@ class EventAdmin(RecordedModelAdmin):
     @admin.display(description="properties")
     def properties_pretty(self, event):
         return format_html("<pre>{}</pre>", json.dumps(event.properties, indent=2, sort_keys=True, ensure_ascii=False))
+
+    def activity_context(self, obj) -> dict:
+        return {"organization_id": obj.project.organization_id, "project_id": obj.project_id}
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+class PersonDistinctIdInline(RecordedInlineMixin, admin.TabularInline):
+    model = PersonDistinctId
+    fields = ("distinct_id",)
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Person)
+class PersonAdmin(RecordedModelAdmin):
+    """Persons are read here, never written: their events make and change them (pipelines.persons)."""
+
+    list_display = ("uuid", "project", "created_at", "updated_at", "is_identified")
+    list_select_related = ("project",)
+    list_filter = (ProjectIdFilter,)
+    search_fields = ("=distinct_id_rows__distinct_id",)
+    ordering = Person.NEWEST_FIRST
+    show_facets = admin.ShowFacets.NEVER
+    fields = ("uuid", "project", "is_identified", "created_at", "updated_at", "version", "properties_pretty")
+    readonly_fields = fields
+    inlines = (PersonDistinctIdInline,)
+
+    def has_add_permission(self, request):
+        return False
+
+    @admin.display(description="properties")
+    def properties_pretty(self, person):
+        return format_html("<pre>{}</pre>", json.dumps(person.properties, indent=2, sort_keys=True, ensure_ascii=False))
 
     def activity_context(self, obj) -> dict:
         return {"organization_id": obj.project.organization_id, "project_id": obj.project_id}

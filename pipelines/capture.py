@@ -10,7 +10,8 @@ No personal API key, session or CSRF token is involved, so these are plain Djang
 own body limit (`CAPTURE_MAX_BODY_BYTES` after decompression) instead of the API's. Checks, in order: the size
 (413), the encoding (415 for one we cannot read), the JSON (400), NUL characters and unpaired surrogates anywhere
 (400: neither PostgreSQL's text nor its jsonb can hold them), the token (401), each event (400). Nothing is stored
-unless the whole body passes; then the events go in with one statement and the answer is 200 `{"status": 1}`.
+unless the whole body passes; then the events go in with one statement, their persons are brought up to date
+(`pipelines.persons`), and the answer is 200 `{"status": 1}`.
 Every refusal carries the API's error body.
 """
 
@@ -34,6 +35,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from organizations.selectors import project_id_for_api_token
 from pipelines.models import Event
+from pipelines.persons import persons_ingest_for_token
 from pipelines.services import NewEvent, events_ingest_for_token
 from workspace.api.exceptions import DomainError, error_response
 
@@ -332,6 +334,8 @@ def parse_plain_event(raw, *, fast: bool = False) -> NewEvent | None:
         and 0 < len(distinct_id) <= DISTINCT_ID_MAX_LENGTH
     ):
         return None
+    if "$set" in raw or "$set_once" in raw or "$unset" in raw:
+        return None  # `parse_event` moves them into the properties
     try:
         timestamp = in_utc(dt.datetime.fromisoformat(timestamp))
         event_uuid = uuid.UUID(event_uuid)
@@ -375,6 +379,8 @@ def parse_event(raw, path: tuple[str, ...], *, now: dt.datetime, fast: bool = Fa
         properties = {}
     elif not isinstance(properties, dict):
         raise refuse("properties", "properties must be an object.")
+
+    properties = with_person_operations(raw, properties, refuse)
 
     distinct_id, field = raw.get("distinct_id"), "distinct_id"
     for key in ("distinct_id", "$distinct_id"):
@@ -432,6 +438,37 @@ def parse_event(raw, path: tuple[str, ...], *, now: dt.datetime, fast: bool = Fa
     )
 
 
+PERSON_OPERATIONS = ("$set", "$set_once", "$unset")
+
+
+def with_person_operations(raw: dict, properties: dict, refuse) -> dict:
+    """The properties with the person-property operations that older SDKs (the reference's Python SDK among them)
+    send beside them, at the top of the event, moved in: the stored event keeps them where the reference keeps them,
+    and `pipelines.persons` reads them there. Top-level keys win over the same keys in properties; `$unset` lists
+    are joined."""
+    if not any(key in raw for key in PERSON_OPERATIONS):
+        return properties
+    properties = dict(properties)
+    for key in PERSON_OPERATIONS:
+        value = raw.get(key)
+        if value is None:
+            continue
+        if key == "$unset":
+            if isinstance(value, dict):
+                value = list(value)
+            if not isinstance(value, list) or not all(isinstance(name, str) for name in value):
+                raise refuse(key, "$unset must be a list of property names.")
+            inside = properties.get(key)
+            inside = list(inside) if isinstance(inside, dict | list) else []
+            properties[key] = inside + [name for name in value if name not in inside]
+        else:
+            if not isinstance(value, dict):
+                raise refuse(key, f"{key} must be an object.")
+            inside = properties.get(key)
+            properties[key] = {**inside, **value} if isinstance(inside, dict) else value
+    return properties
+
+
 # The views
 
 
@@ -466,6 +503,8 @@ class CaptureView(View):
             # The token is looked up as the events are stored (one round trip on PostgreSQL).
             if events_ingest_for_token(token=token, events=parsed) is None:
                 raise token_refused()
+            # Then their persons (pipelines.persons): should that fail, the sender's retry stores no event twice.
+            persons_ingest_for_token(token=token, events=parsed)
         except DomainError as error:
             response = error_response(error.status_code, error.error_type, error.code, error.detail, error.attr)
         except (OperationalError, InterfaceError):

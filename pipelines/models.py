@@ -23,8 +23,8 @@ class BatchExport(models.Model):
         EVERY_5_MINUTES = "every 5 minutes"
 
     class Model(models.TextChoices):
-        # The reference API also exports persons, which this service does not hold (pipelines.serializers).
         EVENTS = "events"
+        PERSONS = "persons"  # the persons changed in a run's interval (pipelines.persons)
 
     class DestinationType(models.TextChoices):
         S3 = "S3"
@@ -413,3 +413,59 @@ class EventUUID(models.Model):
 
     def __str__(self) -> str:
         return str(self.uuid)
+
+
+class Person(models.Model):
+    """Someone a project's events are about: the properties its events set (`$set`, `$set_once`, `$unset`), and the
+    distinct ids that name it (`PersonDistinctId`), joined by `$identify` and `$create_alias` (`pipelines.persons`).
+
+    `id` is the number the reference API shows; `uuid` names the person everywhere else (its distinct ids, exports).
+    `updated_at` is stamped by the database at each change (PostgreSQL: the time of the statement that made it), so
+    that a `persons` export can take the persons changed in its interval, as an events export takes the events
+    received in it; `version` counts the changes. `is_identified`: an `$identify` named it; such a person is never
+    merged into another by a later `$identify` (the reference's guard against joining two signed-in users).
+    """
+
+    id = models.BigAutoField(primary_key=True)
+    uuid = models.UUIDField(unique=True, default=uuid.uuid4, editable=False)
+    project = models.ForeignKey("organizations.Project", on_delete=models.CASCADE, related_name="persons")
+    properties = models.JSONField(default=dict, blank=True)
+    is_identified = models.BooleanField(default=False)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+    version = models.BigIntegerField(default=0)
+
+    NEWEST_FIRST = ("-created_at", "-id")
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["project", "-created_at", "-id"], name="person_list_order"),
+            # What a persons export reads: a project's persons changed in an interval, in order, by key.
+            models.Index(fields=["project", "updated_at", "id"], name="person_project_updated"),
+        ]
+
+    def __str__(self) -> str:
+        return str(self.uuid)
+
+
+class PersonDistinctId(models.Model):
+    """One distinct id of a project and the person it names: a distinct id names exactly one person per project.
+
+    The link is by the person's uuid, so that the statement that claims a new distinct id can name the person it
+    creates in the same statement (`pipelines.persons`)."""
+
+    id = models.BigAutoField(primary_key=True)
+    project = models.ForeignKey("organizations.Project", on_delete=models.CASCADE, related_name="+", db_index=False)
+    distinct_id = models.CharField(max_length=200)
+    person = models.ForeignKey(Person, to_field="uuid", on_delete=models.CASCADE, related_name="distinct_id_rows")
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "distinct_id"], name="unique_person_distinct_id"),
+        ]
+        verbose_name = "person distinct id"
+
+    def __str__(self) -> str:
+        return self.distinct_id

@@ -1,7 +1,13 @@
 """Routes under /api/projects/{project_id}/ owned by the pipelines app."""
 
 from pipelines.query.views import QueryViewSet
-from pipelines.views import BatchExportBackfillViewSet, BatchExportRunViewSet, EventViewSet, ProjectBatchExportViewSet
+from pipelines.views import (
+    BatchExportBackfillViewSet,
+    BatchExportRunViewSet,
+    EventViewSet,
+    PersonViewSet,
+    ProjectBatchExportViewSet,
+)
 from workspace.api.routers import OptionalSlashRouter
 
 router = OptionalSlashRouter()
@@ -17,5 +23,7 @@ router.register(
     basename="project-batch-export-backfills",
 )
 router.register("events", EventViewSet, basename="project-events")
+# /api/projects/{project_id}/persons/[{id or uuid}/]
+router.register("persons", PersonViewSet, basename="project-persons")
 router.register("query", QueryViewSet, basename="project-query")
 urlpatterns = router.urls

@@ -1,4 +1,4 @@
-from django.db.models import Window
+from django.db.models import Prefetch, Window
 from django.db.models.functions import RowNumber
 from django.utils.dateparse import parse_datetime
 from drf_spectacular.types import OpenApiTypes
@@ -15,6 +15,8 @@ from pipelines.models import (
     BatchExportRun,
     BatchExportRunLog,
     Event,
+    Person,
+    PersonDistinctId,
     Plugin,
     PluginConfig,
 )
@@ -113,15 +115,20 @@ class BatchExportNotificationsSerializer(serializers.Serializer):
 
 
 class BatchExportModelField(serializers.ChoiceField):
-    """What an export exports. The reference API also offers `persons`, which this service does not hold: a 400
-    that says so, rather than an export that would never have anything to send."""
+    """What an export exports: `events`, or `persons` (the persons changed in each interval, `pipelines.persons`),
+    which the destinations that write rows can take; the HTTP destination sends events in the capture protocol and
+    the Snowflake and BigQuery writers know the events' columns only."""
 
-    default_error_messages = {"unsupported": "Only events can be exported: this service holds no persons."}
 
-    def to_internal_value(self, data):
-        if data == "persons":
-            self.fail("unsupported")
-        return super().to_internal_value(data)
+# The destinations that take a persons export's rows (pipelines.exporters: the writers of rows and files).
+PERSONS_DESTINATIONS = frozenset(
+    {
+        BatchExport.DestinationType.S3,
+        BatchExport.DestinationType.POSTGRES,
+        BatchExport.DestinationType.REDSHIFT,
+        BatchExport.DestinationType.NOOP,
+    }
+)
 
 
 class BatchExportSerializer(ModelSerializer):
@@ -132,7 +139,8 @@ class BatchExportSerializer(ModelSerializer):
         required=False,
         allow_blank=True,
         allow_null=True,
-        help_text="What is exported: events (also when blank or null).",
+        help_text="What is exported: events (also when blank or null), or persons (the persons changed in each "
+        "interval, one row per distinct id).",
     )
     hogql_query = StrictCharField(required=False, allow_blank=True, trim_whitespace=False)
     latest_runs = LatestRunsSerializer(child=BatchExportRunSerializer(), source="runs", read_only=True)
@@ -182,6 +190,24 @@ class BatchExportSerializer(ModelSerializer):
     def validate(self, attrs):
         if "destination_type" in attrs or "destination_config" in attrs:
             attrs["destination_type"], attrs["destination_config"] = resolve_destination(attrs, self.instance)
+        model = attrs.get("model", self.instance.model if self.instance else BatchExport.Model.EVENTS)
+        if model == BatchExport.Model.PERSONS:
+            destination_type = attrs.get("destination_type", self.instance.destination_type if self.instance else None)
+            if destination_type not in PERSONS_DESTINATIONS:
+                raise serializers.ValidationError(
+                    {
+                        "model": ErrorDetail(
+                            f"Persons can be exported to {', '.join(sorted(PERSONS_DESTINATIONS))}; "
+                            f"not to {destination_type}.",
+                            code="invalid",
+                        )
+                    }
+                )
+            query = attrs.get("hogql_query", self.instance.hogql_query if self.instance else "")
+            if query and query.strip():
+                raise serializers.ValidationError(
+                    {"hogql_query": ErrorDetail("A persons export takes no hogql_query.", code="invalid")}
+                )
         # start_at before end_at is a rule of the model (BatchExport.clean), checked when the service saves.
         return attrs
 
@@ -477,3 +503,47 @@ class EventSerializer(ModelSerializer):
         model = Event
         fields = ["id", "event", "distinct_id", "properties", "timestamp"]
         read_only_fields = fields
+
+
+@extend_schema_field({"type": "array", "items": {"type": "string"}})
+class PersonDistinctIdsField(serializers.Field):
+    """The person's distinct ids, oldest first, read from rows prefetched for a whole page."""
+
+    prefetch_related = (
+        Prefetch("distinct_id_rows", queryset=PersonDistinctId.objects.order_by("id"), to_attr="prefetched_ids"),
+    )
+
+    def __init__(self, **kwargs):
+        super().__init__(source="*", read_only=True, **kwargs)
+
+    def to_representation(self, person: Person) -> list[str]:
+        rows = person.__dict__.get("prefetched_ids")
+        if rows is None:
+            rows = person.distinct_id_rows.order_by("id")
+        return [row.distinct_id for row in rows]
+
+
+# The properties a person is called by, in order, as the reference looks for them; else its first distinct id.
+PERSON_NAME_PROPERTIES = ("email", "Email", "name", "Name", "username", "Username", "UserName")
+
+
+class PersonSerializer(ModelSerializer):
+    """A person as the reference shows it: `id` is its number, `uuid` what names it elsewhere (exports)."""
+
+    name = serializers.SerializerMethodField()
+    distinct_ids = PersonDistinctIdsField()
+    properties = serializers.JSONField(read_only=True)
+
+    class Meta:
+        model = Person
+        fields = ["id", "name", "distinct_ids", "properties", "created_at", "uuid"]
+        read_only_fields = fields
+
+    def get_name(self, person: Person) -> str:
+        properties = person.properties if isinstance(person.properties, dict) else {}
+        for key in PERSON_NAME_PROPERTIES:
+            value = properties.get(key)
+            if isinstance(value, str) and value:
+                return value
+        ids = self.fields["distinct_ids"].to_representation(person)
+        return ids[0] if ids else str(person.uuid)

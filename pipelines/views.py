@@ -1,3 +1,4 @@
+import uuid
 from functools import cached_property
 
 from django.http import Http404
@@ -11,13 +12,20 @@ from rest_framework.response import Response
 from organizations.tenancy import OrganizationScopedViewSet, ProjectScopedViewSet
 from pipelines.destination_test import check_destination
 from pipelines.destinations import public_config
-from pipelines.filters import BatchExportFilterSet, BatchExportLogFilterSet, EventFilterSet, PluginFilterSet
+from pipelines.filters import (
+    BatchExportFilterSet,
+    BatchExportLogFilterSet,
+    EventFilterSet,
+    PersonFilterSet,
+    PluginFilterSet,
+)
 from pipelines.models import (
     BatchExport,
     BatchExportBackfill,
     BatchExportRun,
     BatchExportRunLog,
     Event,
+    Person,
     Plugin,
     PluginConfig,
 )
@@ -33,6 +41,7 @@ from pipelines.serializers import (
     BatchExportUnpauseSerializer,
     DestinationTestResultSerializer,
     EventSerializer,
+    PersonSerializer,
     PluginActivitySerializer,
     PluginCatalogueEntrySerializer,
     PluginConfigSerializer,
@@ -563,3 +572,32 @@ class EventViewSet(ProjectScopedViewSet, ListMixin):
 
     def get_queryset(self):
         return self.project.events.order_by(*Event.NEWEST_FIRST)
+
+
+class PersonViewSet(ProjectScopedViewSet, ListMixin, RetrieveMixin):
+    """A project's persons, newest first; one is found by its number or its uuid, as the reference finds it."""
+
+    # /api/projects/{project_id}/persons/
+    scope_object = "person"
+    serializer_class = PersonSerializer
+    filterset_class = PersonFilterSet
+    queryset = Person.objects.none()
+    lookup_value_regex = "[^/]+"
+
+    def get_queryset(self):
+        return self.project.persons.order_by(*Person.NEWEST_FIRST)
+
+    def get_object(self):
+        # A number is the person's id, anything else its uuid (this request's lookup; the viewset is per request).
+        value = self.kwargs[self.lookup_url_kwarg or self.lookup_field]
+        if not (value.isdigit() and len(value) < 19):
+            self.lookup_url_kwarg, self.lookup_field = self.lookup_url_kwarg or self.lookup_field, "uuid"
+        return super().get_object()
+
+    def lookup_value(self, value: str):
+        if self.lookup_field != "uuid":
+            return value
+        try:
+            return uuid.UUID(value)
+        except ValueError:
+            raise Http404 from None

@@ -41,6 +41,7 @@ from tests.pipelines.factories import (
     BatchExportRunFactory,
     BatchExportRunLogFactory,
     EventFactory,
+    PersonFactory,
     PluginFactory,
     PluginSourceFileFactory,
 )
@@ -85,6 +86,10 @@ def export_with_runs(world, n):
 def exports(world, n):
     for _ in range(n):
         export_with_runs(world, 3)
+
+
+def person_with_ids(world, n):
+    return PersonFactory(project=world.project, distinct_ids=[f"id-{n}-{index}" for index in range(n)])
 
 
 def plugins(world, n, collection=Plugin.Collection.DESTINATION):
@@ -429,6 +434,19 @@ CASES = [
         ("query:read",),
         lambda n, w: ([EventFactory(project=w.project) for _ in range(n)], f"{w.project_url}/events/")[1],
         [KEY, PROJECT, "select pipelines_event"],
+    ),
+    Case(
+        "persons",
+        ("person:read",),
+        lambda n, w: ([PersonFactory(project=w.project) for _ in range(n)], f"{w.project_url}/persons/")[1],
+        [KEY, PROJECT, "count pipelines_person", "select pipelines_person", "select pipelines_persondistinctid"],
+    ),
+    Case(
+        "person detail",
+        ("person:read",),
+        lambda n, w: f"{w.project_url}/persons/{person_with_ids(w, n).uuid}/",
+        [KEY, PROJECT, "select pipelines_person", "select pipelines_persondistinctid"],
+        rows=None,
     ),
 ]
 for collection, route in [

@@ -41,6 +41,7 @@ from tests.pipelines.factories import (
     BatchExportFactory,
     BatchExportRunFactory,
     EventFactory,
+    PersonFactory,
     PluginFactory,
     PluginSourceFileFactory,
 )
@@ -195,6 +196,11 @@ def plugin_collection(route: str, collection: str) -> Resource:
 def make_events(world) -> dict:
     EventFactory.create_batch(3, project=world.project, properties={"$browser": "Firefox", "amount": 1.5})
     return {}
+
+
+def make_persons(world) -> dict:
+    persons = [PersonFactory(project=world.project, distinct_ids=[f"d{n}", f"e{n}"]) for n in range(3)]
+    return {"person_id": persons[0].pk}
 
 
 def make_user(world) -> dict:
@@ -425,6 +431,7 @@ RESOURCES = {
     "pipeline_frontend_apps": plugin_collection("pipeline_frontend_apps", Plugin.Collection.FRONTEND_APP),
     "pipeline_import_apps": plugin_collection("pipeline_import_apps", Plugin.Collection.IMPORT_APP),
     "events": Resource(make_events, lists=(PROJECT + "events/",)),
+    "persons": Resource(make_persons, lists=(PROJECT + "persons/",), detail=PROJECT + "persons/{person_id}/"),
     "users_me": Resource(
         make_user,
         detail=ME,

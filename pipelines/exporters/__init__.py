@@ -14,6 +14,10 @@ counts the events that passed them (NoOp: the events it read). `columns=` (from 
 columns without a query's WHERE. Each destination type has its module, registered in `EXPORTERS`; the HTTP
 destination always sends whole events (the capture protocol has fixed fields), so columns do not apply to it.
 
+`model="persons"` exports person rows instead (`pipelines.persons.iterate_person_rows`: team_id, distinct_id,
+person_id, properties, person_version, created_at, updated_at), keyed at the destination by (team_id, distinct_id);
+the event filters and `hogql_query` do not apply to them.
+
 `export_events` is synchronous (an async worker runs it in a thread). Postgres, Redshift, S3 and HTTP call
 `log("DEBUG", ...)` after each batch or file they write, so a caller can heartbeat from its `log`.
 
@@ -27,6 +31,8 @@ from importlib import import_module
 
 from pipelines.exporters.base import (
     DEFAULT_COLUMNS,
+    PERSON_COLUMNS,
+    PERSON_KEY,
     Column,
     DestinationError,
     ExportContext,
@@ -50,6 +56,8 @@ __all__ = [
     "validate_query",
 ]
 
+# The destinations that write a persons export's rows (the others send or know events only).
+PERSONS_EXPORTERS = ("S3", "Postgres", "Redshift", "NoOp")
 # Destination type (pipelines.destinations.DESTINATIONS) -> the module exporting to it; imported when first used,
 # so a worker loads boto3 or pyarrow only if it exports to S3.
 EXPORTERS: dict[str, str] = {
@@ -75,8 +83,10 @@ def export_events(
     log: Log,
     hogql_query: str | None = None,
     columns: Sequence[Column] | None = None,
+    model: str = "events",
 ) -> ExportResult:
-    """Move `events` to the destination; see the module's docstring."""
+    """Move `events` to the destination; see the module's docstring. `model="persons"`: the rows are persons
+    (`pipelines.persons.iterate_person_rows`), written whole and keyed by (team_id, distinct_id)."""
     config = dict(config or {})
     secrets = secret_values(config)
 
@@ -86,11 +96,14 @@ def export_events(
     module_name = EXPORTERS.get(destination_type)
     if module_name is None:
         raise DestinationError(f"Unknown destination type {destination_type!r}.")
+    persons = model == "persons"
     try:
-        query = compile_query(hogql_query)
+        query = compile_query(None if persons else hogql_query)
     except QueryError as exc:
         raise DestinationError(f"The export's hogql_query is not valid: {exc}") from exc
-    if columns is None:
+    if persons:
+        columns = PERSON_COLUMNS
+    elif columns is None:
         columns = query.columns
     context = ExportContext(
         destination_type=destination_type,
@@ -102,8 +115,11 @@ def export_events(
         log=safe_log,
         columns=tuple(columns) or DEFAULT_COLUMNS,
         secrets=secrets,
+        key=PERSON_KEY if persons else ("uuid",),
     )
-    selected = filter_events(events, config)
+    if persons and destination_type not in PERSONS_EXPORTERS:
+        raise DestinationError(f"Persons cannot be exported to {destination_type}; choose one of {PERSONS_EXPORTERS}.")
+    selected = events if persons else filter_events(events, config)
     if query.where is not None:
         selected = (event for event in selected if query.matches(event))
     module = import_module(module_name)

@@ -63,7 +63,16 @@ class Column:
 EVENT_FIELDS = ("uuid", "event", "distinct_id", "properties", "timestamp", "inserted_at", "created_at", "team_id")
 DEFAULT_COLUMNS: tuple[Column, ...] = tuple(Column(name, (name,)) for name in EVENT_FIELDS)
 # The event fields that hold a moment (an aware datetime).
-TIME_PATHS = (("timestamp",), ("inserted_at",), ("created_at",))
+TIME_PATHS = (("timestamp",), ("inserted_at",), ("created_at",), ("updated_at",))
+# The fields written as text, and as integers; any other is JSON.
+TEXT_PATHS = (("uuid",), ("event",), ("distinct_id",), ("person_id",))
+INTEGER_PATHS = (("team_id",), ("person_version",))
+# A persons export's row (`pipelines.persons.iterate_person_rows`): one per distinct id, keyed by (team_id,
+# distinct_id), so that a destination always says which person an id names, merges included, as the reference's
+# persons export does.
+PERSON_FIELDS = ("team_id", "distinct_id", "person_id", "properties", "person_version", "created_at", "updated_at")
+PERSON_COLUMNS: tuple[Column, ...] = tuple(Column(name, (name,)) for name in PERSON_FIELDS)
+PERSON_KEY = ("team_id", "distinct_id")
 
 
 @dataclass
@@ -79,6 +88,9 @@ class ExportContext:
     log: Log
     columns: tuple[Column, ...] = DEFAULT_COLUMNS
     secrets: tuple[str, ...] = field(default=())
+    # The columns that name a row at the destination (its upsert key): an event's uuid, a person row's
+    # (team_id, distinct_id).
+    key: tuple[str, ...] = ("uuid",)
 
     def scrub(self, text: str) -> str:
         return scrub(text, self.secrets)

@@ -1,5 +1,6 @@
 """Postgres: rows into `schema.table_name` through psycopg 3; the table is created when missing and rows are
-upserted on `uuid`, so a retried interval replaces its rows rather than adding them again.
+upserted on `uuid` (a persons export's rows on `(team_id, distinct_id)`), so a retried interval replaces its rows
+rather than adding them again.
 
 Each batch is copied (COPY) into a temporary staging table and merged into the target in the same transaction
 with `INSERT ... ON CONFLICT (uuid) DO UPDATE`; one transaction per batch, so a run that fails half-way has
@@ -9,6 +10,8 @@ committed whole batches only, which its retry overwrites.
 from collections.abc import Iterable
 
 from pipelines.exporters.base import (
+    INTEGER_PATHS,
+    TEXT_PATHS,
     TIME_PATHS,
     Column,
     DestinationError,
@@ -30,11 +33,13 @@ COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r
 PERMANENT_SQLSTATE_CLASSES = ("22", "28", "3D", "3F", "42")
 
 
-def table_columns(columns: Iterable[Column]) -> list[Column]:
-    """The exported columns, with `uuid` first whether or not the query chose it: it is the upsert key."""
+def table_columns(columns: Iterable[Column], key: tuple[str, ...] = ("uuid",)) -> list[Column]:
+    """The exported columns, with the key's (`uuid` for events) first whether or not the query chose them: they are
+    the upsert key."""
     columns = list(columns)
-    if not any(column.name == "uuid" for column in columns):
-        columns.insert(0, Column("uuid", ("uuid",)))
+    for position, name in enumerate(key):
+        if not any(column.name == name for column in columns):
+            columns.insert(position, Column(name, (name,)))
     return columns
 
 
@@ -50,7 +55,8 @@ class PostgresWriter:
         config = context.config
         self.schema = config["schema"]
         self.table = config["table_name"]
-        self.columns = table_columns(context.columns)
+        self.key = context.key
+        self.columns = table_columns(context.columns, self.key)
         self.target = f"{quote_identifier(self.schema)}.{quote_identifier(self.table)}"
 
     # Types and values ------------------------------------------------------------------------------------------
@@ -59,13 +65,13 @@ class PostgresWriter:
         return "JSONB"
 
     def column_type(self, column: Column) -> str:
-        if column.path == ("uuid",):
+        if column.path in (("uuid",), ("person_id",)):
             return "VARCHAR(200)"
         if column.path in (("event",), ("distinct_id",)):
             return "VARCHAR(200)" if column.path == ("event",) else "TEXT"
         if column.path in TIME_PATHS:
             return "TIMESTAMPTZ"
-        if column.path == ("team_id",):
+        if column.path in INTEGER_PATHS:
             return "BIGINT"
         return self.json_type()
 
@@ -73,9 +79,9 @@ class PostgresWriter:
         value = column.read(event)
         if value is None:
             return None
-        if column.path in TIME_PATHS or column.path == ("team_id",):
+        if column.path in TIME_PATHS or column.path in INTEGER_PATHS:
             return value
-        if column.path in (("uuid",), ("event",), ("distinct_id",)):
+        if column.path in TEXT_PATHS:
             return str(value)
         return dumps(value)
 
@@ -99,13 +105,13 @@ class PostgresWriter:
                     value = event.get(field)
                     return NULL if value is None else value.isoformat()
 
-            elif column.path == ("team_id",):
+            elif column.path in INTEGER_PATHS:
 
                 def convert(event, field=field):
                     value = event.get(field)
                     return NULL if value is None else str(int(value))
 
-            elif column.path in (("uuid",), ("event",), ("distinct_id",)):
+            elif column.path in TEXT_PATHS:
 
                 def convert(event, field=field):
                     value = event.get(field)
@@ -175,13 +181,19 @@ class PostgresWriter:
     def column_list(self) -> str:
         return ", ".join(quote_identifier(column.name) for column in self.columns)
 
+    def key_list(self) -> str:
+        return ", ".join(quote_identifier(name) for name in self.key)
+
     def create_table_sql(self) -> str:
         definitions = []
+        single = len(self.key) == 1
         for column in self.columns:
             definition = f"{quote_identifier(column.name)} {self.column_type(column)}"
-            if column.name == "uuid":
-                definition += " PRIMARY KEY" if self.supports_upsert else " NOT NULL"
+            if column.name in self.key:
+                definition += " PRIMARY KEY" if self.supports_upsert and single else " NOT NULL"
             definitions.append(definition)
+        if self.supports_upsert and not single:
+            definitions.append(f"PRIMARY KEY ({self.key_list()})")
         return f"CREATE TABLE IF NOT EXISTS {self.target} ({', '.join(definitions)})"
 
     def create_stage_sql(self) -> str:
@@ -197,12 +209,13 @@ class PostgresWriter:
         updates = ", ".join(
             f"{quote_identifier(column.name)} = EXCLUDED.{quote_identifier(column.name)}"
             for column in self.columns
-            if column.name != "uuid"
+            if column.name not in self.key
         )
         conflict = f"DO UPDATE SET {updates}" if updates else "DO NOTHING"
+        key = self.key_list()
         return [
-            f'INSERT INTO {self.target} ({columns}) SELECT DISTINCT ON ("uuid") {columns} FROM {STAGE_TABLE} '
-            f'ORDER BY "uuid" ON CONFLICT ("uuid") {conflict}',
+            f"INSERT INTO {self.target} ({columns}) SELECT DISTINCT ON ({key}) {columns} FROM {STAGE_TABLE} "
+            f"ORDER BY {key} ON CONFLICT ({key}) {conflict}",
             f"DELETE FROM {STAGE_TABLE}",
         ]
 

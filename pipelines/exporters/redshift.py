@@ -1,13 +1,20 @@
 """Redshift: like Postgres (psycopg 3 speaks its protocol), but Redshift has neither `ON CONFLICT` nor
 `COPY ... FROM STDIN`: each batch is inserted into a temporary staging table with multi-row INSERTs, then, in one
-transaction, the target's rows with those uuids are deleted and the staged rows inserted, so a retried interval
-replaces its rows. `properties_data_type` picks how JSON columns are stored: `super` (default) or `varchar`
-(`VARCHAR(65535)`, JSON text).
+transaction, the target's rows with those keys (uuids; a persons export's team and distinct ids) are deleted and
+the staged rows inserted, so a retried interval replaces its rows. `properties_data_type` picks how JSON columns are
+stored: `super` (default) or `varchar` (`VARCHAR(65535)`, JSON text).
 """
 
 from collections.abc import Iterable
 
-from pipelines.exporters.base import TIME_PATHS, ExportContext, ExportResult, quote_identifier
+from pipelines.exporters.base import (
+    INTEGER_PATHS,
+    TEXT_PATHS,
+    TIME_PATHS,
+    ExportContext,
+    ExportResult,
+    quote_identifier,
+)
 from pipelines.exporters.postgres import STAGE_TABLE, PostgresWriter
 
 INSERT_ROWS_PER_STATEMENT = 500
@@ -36,12 +43,12 @@ class RedshiftWriter(PostgresWriter):
     def rows(self, events: list[dict]) -> list[tuple]:
         # Without ON CONFLICT nothing stops a uuid twice in one batch; keep its last copy.
         rows = {}
-        position = next(index for index, column in enumerate(self.columns) if column.name == "uuid")
+        positions = [index for index, column in enumerate(self.columns) if column.name in self.key]
         for row in super().rows(events):
-            rows[row[position]] = row
+            rows[tuple(row[position] for position in positions)] = row
         return list(rows.values())
 
-    scalar_paths = (("uuid",), ("event",), ("distinct_id",), *TIME_PATHS, ("team_id",))
+    scalar_paths = (*TEXT_PATHS, *TIME_PATHS, *INTEGER_PATHS)
 
     def placeholder(self, column) -> str:
         if self.json_type() == "SUPER" and column.path not in self.scalar_paths:
@@ -65,9 +72,11 @@ class RedshiftWriter(PostgresWriter):
 
     def merge_sql(self) -> list[str]:
         columns = self.column_list()
-        uuid = quote_identifier("uuid")
+        same_key = " AND ".join(
+            f"{self.target}.{quote_identifier(name)} = {STAGE_TABLE}.{quote_identifier(name)}" for name in self.key
+        )
         return [
-            f"DELETE FROM {self.target} USING {STAGE_TABLE} WHERE {self.target}.{uuid} = {STAGE_TABLE}.{uuid}",
+            f"DELETE FROM {self.target} USING {STAGE_TABLE} WHERE {same_key}",
             f"INSERT INTO {self.target} ({columns}) SELECT {columns} FROM {STAGE_TABLE}",
             f"DELETE FROM {STAGE_TABLE}",
         ]

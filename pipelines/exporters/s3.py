@@ -22,7 +22,17 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 
 from pipelines.destinations import prefix_problem
-from pipelines.exporters.base import TIME_PATHS, Column, DestinationError, ExportContext, ExportResult, batched, dumps
+from pipelines.exporters.base import (
+    INTEGER_PATHS,
+    TEXT_PATHS,
+    TIME_PATHS,
+    Column,
+    DestinationError,
+    ExportContext,
+    ExportResult,
+    batched,
+    dumps,
+)
 from pipelines.exporters.safety import check_destination_url
 
 PART_SIZE = 8 * 1024 * 1024  # S3 parts are at least 5 MB, except the last
@@ -162,16 +172,18 @@ class ParquetFile:
             ("timestamp",): pa.timestamp("us", tz="UTC"),
             ("inserted_at",): pa.timestamp("us", tz="UTC"),
             ("created_at",): pa.timestamp("us", tz="UTC"),
+            ("updated_at",): pa.timestamp("us", tz="UTC"),
             ("team_id",): pa.int64(),
+            ("person_version",): pa.int64(),
         }
         self.schema = pa.schema([pa.field(column.name, types.get(column.path, pa.string())) for column in columns])
         self.writer = pq.ParquetWriter(upload, self.schema, compression=compression or "none")
 
     def _value(self, column: Column, event: dict):
         value = column.read(event)
-        if value is None or column.path in TIME_PATHS or column.path == ("team_id",):
+        if value is None or column.path in TIME_PATHS or column.path in INTEGER_PATHS:
             return value
-        if column.path in (("uuid",), ("event",), ("distinct_id",)):
+        if column.path in TEXT_PATHS:
             return str(value)
         return dumps(value)
 

@@ -21,7 +21,15 @@ from django.utils import timezone
 from temporalio import activity
 from temporalio.exceptions import ApplicationError, CancelledError
 
-from pipelines.models import BatchExport, BatchExportBackfill, BatchExportRun, BatchExportRunLog, Event
+from pipelines.models import (
+    BatchExport,
+    BatchExportBackfill,
+    BatchExportRun,
+    BatchExportRunLog,
+    Event,
+    PersonDistinctId,
+)
+from pipelines.persons import iterate_person_rows, persons_changed
 from pipelines.temporal.inputs import (
     BackfillPage,
     BackfillRun,
@@ -206,18 +214,30 @@ def exporter():
 
 @activity.defn(name="export-batch-export-run")
 def export_run(run_id: str) -> ExportOutcome:
-    """Read the run's events and hand them to its destination. A destination's error fails the activity with its
-    message (never a credential: the exporters see to that), retried by Temporal only when the destination says a
-    retry may succeed; any other error is retried and reported without its details, which go to the worker's log."""
+    """Read the run's events (a persons export: the persons changed in its interval) and hand them to its
+    destination. A destination's error fails the activity with its message (never a credential: the exporters see
+    to that), retried by Temporal only when the destination says a retry may succeed; any other error is retried and
+    reported without its details, which go to the worker's log."""
     with database():
         run = BatchExportRun.objects.select_related("batch_export").get(pk=run_id)
         export = run.batch_export
         with heartbeating():
             wait_for_ingests(run)
-        events = run_events(run)
-        total = events.count()
+        persons = export.model == BatchExport.Model.PERSONS
+        if persons:
+            changed = persons_changed(
+                project_id=export.project_id, start=run.data_interval_start, end=run.data_interval_end
+            )
+            total = PersonDistinctId.objects.filter(person__in=changed).count()
+            rows = iterate_person_rows(changed, team_id=export.project_id)
+            what = "person rows"
+        else:
+            events = run_events(run)
+            total = events.count()
+            rows = iterate_events(events, team_id=export.project_id, order_by=run.selected_by)
+            what = "events"
         attempt = activity.info().attempt
-        _log(run.pk, "INFO", f"Exporting {total} events of {export.destination_type} export (attempt {attempt}).")
+        _log(run.pk, "INFO", f"Exporting {total} {what} of {export.destination_type} export (attempt {attempt}).")
 
         def log(level: str, message: str) -> None:
             _log(run.pk, level if level in BatchExportRunLog.Level.values else "INFO", message)
@@ -228,13 +248,14 @@ def export_run(run_id: str) -> ExportOutcome:
                 result = export_events(
                     export.destination_type,
                     dict(export.destination_config or {}),
-                    iterate_events(events, team_id=export.project_id, order_by=run.selected_by),
+                    rows,
                     batch_export_id=str(export.pk),
                     run_id=str(run.pk),
                     data_interval_start=run.data_interval_start,
                     data_interval_end=run.data_interval_end,
                     log=log,
                     hogql_query=export.hogql_query or None,
+                    model=export.model,
                 )
         except (CancelledError, ApplicationError):
             raise

@@ -10,6 +10,8 @@ from pipelines.models import (
     BatchExportRun,
     BatchExportRunLog,
     Event,
+    Person,
+    PersonDistinctId,
     Plugin,
     PluginConfig,
     PluginSourceFile,
@@ -110,3 +112,22 @@ class EventFactory(factory.django.DjangoModelFactory):
     distinct_id = factory.Sequence(lambda n: f"user-{n}")
     properties = factory.LazyFunction(lambda: {"$current_url": "https://example.com/"})
     timestamp = factory.LazyFunction(timezone.now)
+
+
+class PersonFactory(factory.django.DjangoModelFactory):
+    """A person with one distinct id (`distinct_ids=[...]` for others, `distinct_ids=[]` for none)."""
+
+    class Meta:
+        model = Person
+        skip_postgeneration_save = True
+
+    project = factory.SubFactory(ProjectFactory)
+    properties = factory.LazyFunction(lambda: {"email": "someone@example.com"})
+
+    @factory.post_generation
+    def distinct_ids(self, create, extracted, **kwargs):
+        if not create:
+            return
+        ids = [f"person-{self.uuid.hex[:12]}"] if extracted is None else extracted
+        for distinct_id in ids:
+            PersonDistinctId.objects.create(project=self.project, distinct_id=distinct_id, person=self)

@@ -207,26 +207,41 @@ class TestCreate:
         assert response.json()["model"] == "events"
         assert BatchExport.objects.get().model == "events"
 
-    @pytest.mark.parametrize(
-        ("model", "code"), [("persons", "unsupported"), ("sessions", "invalid_choice"), (1, "invalid_choice")]
-    )
-    def test_model_other_than_events_is_refused_and_nothing_stored(self, client, organization, project, model, code):
+    @pytest.mark.parametrize(("model", "code"), [("sessions", "invalid_choice"), (1, "invalid_choice")])
+    def test_unknown_model_is_refused_and_nothing_stored(self, client, organization, project, model, code):
         response = client.post(exports_url(organization), new_export("NoOp", model=model), format="json")
         assert response.status_code == 400
         assert response.json()["attr"] == "model"
         assert response.json()["code"] == code
         assert not BatchExport.objects.exists()
 
-    def test_model_cannot_be_changed_to_persons(self, client, organization, project):
-        export = BatchExportFactory(project=project)
-        response = client.patch(export_url(organization, export), {"model": "persons"}, format="json")
+    def test_persons_model_is_stored_and_returned(self, client, organization, project):
+        response = client.post(exports_url(organization), new_export("NoOp", model="persons"), format="json")
+        assert response.status_code == 201, response.content
+        assert response.json()["model"] == "persons"
+        assert BatchExport.objects.get().model == "persons"
+
+    def test_persons_model_is_refused_for_a_destination_that_sends_events(self, client, organization, project):
+        response = client.post(exports_url(organization), new_export("HTTP", model="persons"), format="json")
         assert response.status_code == 400
         assert response.json()["attr"] == "model"
-        export.refresh_from_db()
-        assert export.model == "events"
+        assert not BatchExport.objects.exists()
 
-    def test_the_model_refuses_anything_but_events_for_every_writer(self, project):
-        export = BatchExportFactory.build(project=project, model="persons")
+    def test_persons_model_takes_no_hogql_query(self, client, organization, project):
+        body = new_export("NoOp", model="persons", hogql_query="SELECT event FROM events")
+        response = client.post(exports_url(organization), body, format="json")
+        assert response.status_code == 400
+        assert response.json()["attr"] == "hogql_query"
+
+    def test_model_can_be_changed_to_persons(self, client, organization, project):
+        export = BatchExportFactory(project=project, destination_type="NoOp", destination_config={})
+        response = client.patch(export_url(organization, export), {"model": "persons"}, format="json")
+        assert response.status_code == 200, response.content
+        export.refresh_from_db()
+        assert export.model == "persons"
+
+    def test_the_model_refuses_an_unknown_model_for_every_writer(self, project):
+        export = BatchExportFactory.build(project=project, model="sessions")
         with pytest.raises(ValidationError) as error:
             export.full_clean()
         assert error.value.error_dict["model"][0].code == "invalid_choice"
