@@ -459,17 +459,25 @@ class RevertToVersionSerializer(serializers.Serializer):
     version_id = serializers.UUIDField()
 
 
+# The reference's older spelling, which its clients still send: `true` always computes, `false` is the default.
+LEGACY_REFRESH = {"true": "force_blocking", "false": None}
+
+
 class RefreshSerializer(serializers.Serializer):
     """`?refresh=` on a GET that shows insights: blocking (cached while fresh, else computed), force_blocking (always
-    computed) or force_cache (never computed); anything else is a 400 naming `refresh`."""
+    computed) or force_cache (never computed), or the legacy `true` / `false`; anything else is a 400 naming
+    `refresh`."""
 
-    refresh = serializers.ChoiceField(choices=REFRESH_MODES, required=False)
+    refresh = serializers.ChoiceField(choices=[*REFRESH_MODES, *LEGACY_REFRESH], required=False)
 
     @classmethod
     def mode(cls, query_params, default: str) -> str:
         serializer = cls(data=query_params)
         serializer.is_valid(raise_exception=True)
-        return serializer.validated_data.get("refresh", default)
+        mode = serializer.validated_data.get("refresh", default)
+        if mode in LEGACY_REFRESH:
+            return LEGACY_REFRESH[mode] or default
+        return mode
 
 
 class DryRunSerializer(serializers.Serializer):

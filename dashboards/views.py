@@ -21,6 +21,7 @@ from dashboards.permissions import (
 from dashboards.results import CACHE_ONLY, InsightResults, without_results
 from dashboards.selectors import dashboard_versions, state_after, template_document
 from dashboards.serializers import (
+    LEGACY_REFRESH,
     CopyTileSerializer,
     DashboardBasicSerializer,
     DashboardCollaboratorSerializer,
@@ -101,9 +102,10 @@ class DashboardScopedMixin:
 REFRESH = OpenApiParameter(
     "refresh",
     OpenApiTypes.STR,
-    enum=list(REFRESH_MODES),
+    enum=[*REFRESH_MODES, *LEGACY_REFRESH],
     description="How insights' results are shown: blocking (cached while fresh, else computed), force_blocking "
-    "(always computed) or force_cache (never computed).",
+    "(always computed) or force_cache (never computed); the older true (always computed) and false (the default) "
+    "too.",
 )
 
 

@@ -105,7 +105,18 @@ class TestRetrieve:
         assert (hit["result"], hit["is_cached"]) == (cached["result"], True)
         assert (miss["result"], miss["is_cached"], miss["last_refresh"], miss["error"]) == (None, False, None, None)
 
-    @pytest.mark.parametrize("refresh", ["true", "async", "BLOCKING", "force_cache,blocking"])
+    def test_the_legacy_true_computes_again_and_false_is_the_default(self, client, project, events):
+        insight = InsightFactory(project=project, query=PAGEVIEWS)
+        client.get(insight_url(project, insight))
+        add_event(project, "2024-03-18T11:00:00Z")
+
+        cached = client.get(insight_url(project, insight), {"refresh": "false"}).json()
+        computed = client.get(insight_url(project, insight), {"refresh": "true"}).json()
+
+        assert (cached["is_cached"], cached["result"][0]["data"][-1]) == (True, 2)
+        assert (computed["is_cached"], computed["result"][0]["data"][-1]) == (False, 3)
+
+    @pytest.mark.parametrize("refresh", ["yes", "async", "BLOCKING", "True", "force_cache,blocking"])
     def test_an_unknown_refresh_is_a_400_naming_it(self, client, project, refresh):
         insight = InsightFactory(project=project, query=PAGEVIEWS)
 

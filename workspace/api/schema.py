@@ -1,5 +1,6 @@
 """OpenAPI generation: every operation states the scope it needs and the error responses it can give."""
 
+from django.core.validators import RegexValidator
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.plumbing import get_doc
 from rest_framework import serializers
@@ -60,6 +61,7 @@ class ScopedAutoSchema(AutoSchema):
             and not field.allow_blank
             and schema.get("type") == "string"
             and "pattern" not in schema
+            and not any(isinstance(validator, RegexValidator) for validator in field.validators)
         ):
             schema["pattern"] = r"\S"
         return schema
@@ -111,7 +113,10 @@ class ScopedAutoSchema(AutoSchema):
         if method == "DELETE":
             # A delete that would break an invariant: the last project, the last owner.
             statuses.append("400")
-        elif self._is_list_view():
+        elif self._is_list_view() or any(
+            parameter.get("in") == "query" for parameter in operation.get("parameters", [])
+        ):
+            # A list's filters and pagination, or another read's own query parameters (`?refresh=`).
             statuses.append("400")
         responses = operation.setdefault("responses", {})
         for status in sorted(statuses):
