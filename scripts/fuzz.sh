@@ -6,7 +6,7 @@
 # PostgreSQL database that is dropped and recreated (its name must contain "fuzz"): only PostgreSQL has the row
 # locks and transaction rules of production, so CI fuzzes there.
 # Reproducible: a fixed seed (FUZZ_SEED) and a bounded number of examples (FUZZ_MAX_EXAMPLES). FUZZ_CONFIG names the
-# Schemathesis settings (schemathesis.toml; `make fuzz-strict` uses schemathesis-strict.toml).
+# Schemathesis settings (default schemathesis.toml).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
