@@ -587,12 +587,13 @@ class PersonViewSet(ProjectScopedViewSet, ListMixin, RetrieveMixin):
     def get_queryset(self):
         return self.project.persons.order_by(*Person.NEWEST_FIRST)
 
-    def get_object(self):
-        # A number is the person's id, anything else its uuid (this request's lookup; the viewset is per request).
-        value = self.kwargs[self.lookup_url_kwarg or self.lookup_field]
-        if not (value.isdigit() and len(value) < 19):
+    def initial(self, request, *args, **kwargs):
+        # A number is the person's id, anything else its uuid: this request's lookup (a viewset serves one request),
+        # decided before anything reads the object, OPTIONS's existence check included.
+        value = kwargs.get(self.lookup_url_kwarg or self.lookup_field)
+        if value is not None and not (value.isascii() and value.isdigit() and len(value) < 19):
             self.lookup_url_kwarg, self.lookup_field = self.lookup_url_kwarg or self.lookup_field, "uuid"
-        return super().get_object()
+        super().initial(request, *args, **kwargs)
 
     def lookup_value(self, value: str):
         if self.lookup_field != "uuid":

@@ -121,7 +121,7 @@ def test_sending_events_runs_as_written_and_reads_them_back(start_live_service, 
     script = block("## Sending events")
     service = start_live_service(server="runserver")
 
-    capture, batch, read_back = run_block(script, service, demo_key)
+    capture, batch, read_back, person = run_block(script, service, demo_key)
 
     assert [json.loads(capture)] == [json.loads(shown) for shown in shown_outputs(script)]
     assert json.loads(batch) == {"status": 1}
@@ -131,4 +131,6 @@ def test_sending_events_runs_as_written_and_reads_them_back(start_live_service, 
         ("$pageview", "user-42"),
         ("signed up", "user-42"),
     ]
-    assert events[1]["properties"] == {"plan": "pro"}
+    assert events[1]["properties"] == {"plan": "pro", "$set": {"email": "user42@example.com"}}
+    [person] = json.loads(person)["results"]
+    assert (person["distinct_ids"], person["properties"]) == (["user-42"], {"email": "user42@example.com"})
