@@ -38,6 +38,15 @@ def screenshot_dir() -> Path:
     return Path(log_dir) / "browser-screenshots" if log_dir else ROOT / "data" / "browser-screenshots"
 
 
+def keep_for_review(browser, name: str) -> None:
+    """In CI (`$CI_LOG_DIR` set), a screenshot of the page as a person sees it, whether or not the test passes."""
+    if not os.environ.get("CI_LOG_DIR"):
+        return
+    directory = screenshot_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    browser.get_screenshot_as_file(str(directory / f"{re.sub(r'[^A-Za-z0-9]+', '_', name).strip('_')}.png"))
+
+
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_makereport(item, call):
     report = yield

@@ -22,7 +22,7 @@ from apikeys.models import PersonalAPIKey
 from apikeys.scopes import OBJECTS
 from dashboards.models import Dashboard
 from pipelines.models import BatchExport
-from tests.browser.conftest import screenshot_dir
+from tests.browser.conftest import keep_for_review, screenshot_dir
 from tests.browser.pages import admin_login, make_superuser, requested_urls, run_action, wait
 from tests.dashboards.factories import DashboardFactory, DashboardTileFactory
 from tests.pipelines.factories import BatchExportFactory, EventFactory
@@ -232,6 +232,8 @@ def test_every_admin_page_fits_1280_pixels_and_logs_no_console_error(operator_br
             directory = screenshot_dir()
             directory.mkdir(parents=True, exist_ok=True)
             browser.get_screenshot_as_file(str(directory / f"admin-{re.sub(r'[^A-Za-z0-9]+', '_', page)}.png"))
+        else:
+            keep_for_review(browser, f"admin-{page}")
     assert len(pages) > 2 * 19  # the index, and a changelist and change page per model
     assert layout["width"] == WIDTH
     assert problems == {}, "\n".join(f"{page}: {found}" for page, found in problems.items())

@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 
 from selenium.webdriver.common.by import By
 
+from tests.browser.conftest import keep_for_review
 from tests.browser.pages import requested_urls, wait
 
 
@@ -50,3 +51,4 @@ def test_both_docs_pages_load_nothing_from_elsewhere_and_log_no_console_error(br
     assert elsewhere == []
     errors = [entry["message"] for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
     assert errors == []
+    keep_for_review(browser, f"docs-{page}")

@@ -21,6 +21,7 @@ from dashboards.services import (
     sharing_configuration_update,
     sharing_password_delete,
 )
+from tests.browser.conftest import keep_for_review
 from tests.browser.pages import requested_urls, wait
 from tests.dashboards.factories import DashboardFactory, DashboardTileFactory
 from tests.pipelines.factories import EventFactory
@@ -47,6 +48,9 @@ def test_the_shared_page_shows_the_tiles(browser, live_service, alice, project):
     assert browser.find_elements(By.CSS_SELECTOR, ".text-tile b") == []  # the body is text, not markup
     assert browser.execute_script("return window.pwned === undefined")
     assert all(url.startswith(live_service.url) for url in requested_urls(browser))
+    browser.set_window_size(1280, 2400)  # every tile in the picture
+    keep_for_review(browser, "shared-page-charts")
+    browser.set_window_size(1280, 1024)
 
 
 def test_a_protected_page_asks_for_a_password_and_forgets_a_revoked_one(browser, live_service, alice, project):
@@ -85,6 +89,9 @@ def test_a_protected_page_asks_for_a_password_and_forgets_a_revoked_one(browser,
     browser.get(page)
     assert browser.find_element(By.TAG_NAME, "h1").text == "This dashboard is protected"
     assert all(url.startswith(live_service.url) for url in requested_urls(browser))
+    browser.set_window_size(1280, 2400)  # every tile in the picture
+    keep_for_review(browser, "shared-page-charts")
+    browser.set_window_size(1280, 1024)
 
 
 def test_the_shared_page_draws_charts_without_script_or_console_errors(browser, live_service, alice, project):
@@ -144,3 +151,6 @@ def test_the_shared_page_draws_charts_without_script_or_console_errors(browser, 
     assert oldest[1].value_of_css_property("background-color") == "rgba(29, 74, 255, 0.66)"
     assert [entry for entry in browser.get_log("browser") if entry["level"] in ("SEVERE", "WARNING")] == []
     assert all(url.startswith(live_service.url) for url in requested_urls(browser))
+    browser.set_window_size(1280, 2400)  # every tile in the picture
+    keep_for_review(browser, "shared-page-charts")
+    browser.set_window_size(1280, 1024)

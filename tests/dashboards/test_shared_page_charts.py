@@ -58,7 +58,7 @@ class Elements(HTMLParser):
 
 
 def tiles_of(html: str) -> list[str]:
-    return re.findall(r'<li class="tile insight">(.*?)</li>\s*(?=<li|</ul>)', html, re.DOTALL)
+    return re.findall(r'<li class="tile insight[^"]*">(.*?)</li>\s*(?=<li|</ul>)', html, re.DOTALL)
 
 
 @pytest.fixture
