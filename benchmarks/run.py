@@ -4,20 +4,27 @@ floor of this stack measured in the same run.
 1. Installs wrk (Debian's package) if it is missing; without apt, a Python client with the same behaviour drives.
 2. Drops and recreates the scratch database (DATABASE_URL, default postgres://postgres@127.0.0.1:5432/
    workspace_bench; its name must contain "bench"), migrates it and seeds it with bulk inserts (benchmarks/seed.py:
-   10,000 dashboards, 1,000 members, 2,000 batch exports, 1,000,000 events ... at `--scale 1`), then VACUUM ANALYZE.
+   10,000 dashboards, 1,000 members, 2,000 batch exports, 1,000,000 events ... at `--scale 1`), then VACUUM ANALYZE;
+   adds the query layer's dashboard of 6 insights and its copy without results (benchmarks/queries.py).
 3. Counts the SQL queries of each request, running it once in this process under CaptureQueriesContext.
 4. Starts the service through scripts/serve.sh (gunicorn.conf.py, 2 workers, production settings with generous
    rate limits so that the writes are not throttled) and the floor (benchmarks/floor.py) under the same gunicorn
-   configuration, each on a free port; checks that the floor's dashboards page is the service's.
+   configuration, each on a free port; checks that the floor's dashboards page is the service's; has the service
+   compute the query layer's dashboard's results in every worker.
 5. Drives every endpoint for `--duration` seconds with 8 kept-alive connections (after a 1 s warm-up for reads),
    in `--rounds` rounds alternating with its floor for as long (so that the machine's changing load weighs on both
-   alike), then the ingest row: events/s through `/batch/` beside the floor of COPYing the same events, alternating.
+   alike), then the query rows (three queries computed through `/query/` with the cache off, one at a time, beside
+   their SQL run bare, alternating; `--query-runs` each), then the ingest row: events/s through `/batch/` beside the
+   floor of COPYing the same events, alternating.
 6. Prints per endpoint rps, p50/p95/p99, the workers' CPU ms per request, queries per request, the floor it is set
    beside and the ratio floor rps / service rps (the median of the rounds' ratios), with its target; lists at limit
    100 are set beside the dashboards page floor (at the same offset for the deep page), single-object reads and
    short lists (a page of fewer than 100 rows) beside the auth-only floor, the dashboard PATCH beside the write floor
    (the same PATCH on as many dashboards seeded alike: the row locked, updated and its activity entry recorded in one
-   transaction), the other writes beside the auth-only floor without a target. The last line is the worst list ratio.
+   transaction), the other writes beside the auth-only floor without a target; a cached insight read beside the
+   auth-only floor and the dashboard of 6 cached tiles beside the same dashboard without results (the "no results"
+   floor, a request to the service), each with its own target; then the query rows' p50s, their floors' and the
+   ratios (benchmarks/queries.py). The last line is the worst list ratio.
    Targets are printed, not enforced: the machine is shared and the figures are noisy. The exit status is 1 only
    when something failed (errors, non-2xx answers, a floor page that differs from the service's).
 
@@ -62,6 +69,7 @@ INGEST_TARGET_RATIO = 2.0
 INGEST_BATCH_SIZE = 100
 INGEST_ROUNDS = 3
 WRITES = ("INSERT", "UPDATE", "DELETE")
+BENCH_QUERY_TIMEOUT_MS = 120_000
 SECRET_KEY = "bench-only-secret-key-0123456789abcdefghijklmnopqrstuvwxyz-0123456789"
 
 
@@ -74,10 +82,13 @@ class Endpoint:
     kind: str
     method: str = "GET"
     body: str | None = None
-    floor: str = "page"  # which floor: "page", "deep page", "auth" or "write"
+    floor: str = "page"  # which floor: "page", "deep page", "auth", "write" or "no results"
+    limit: float | None = None  # the row's own target, for a "cached read" (benchmarks/queries.py)
 
     @property
     def target(self) -> float | None:
+        if self.limit is not None:
+            return self.limit
         if self.kind == "write":
             return WRITE_TARGET if self.floor == "write" else None
         return {"list": LIST_TARGET, "short list": READ_TARGET, "read": READ_TARGET}.get(self.kind)
@@ -89,9 +100,12 @@ class Floor:
     driven as the PATCH it is set beside is, with the same body over as many rows, so that both do the same work."""
 
     paths: list[str]
-    queries: int  # SQL statements of one request, counted as the service's are (a transaction's BEGIN and COMMIT too)
+    # SQL statements of one request, counted as the service's are (a transaction's BEGIN and COMMIT too); None: counted
+    # when the run starts, for a floor that is a request to the service itself
+    queries: int | None
     method: str = "GET"
     body: str | None = None
+    on_service: bool = False  # a request to the service (another resource), not to benchmarks/floor.py
 
 
 @dataclass
@@ -133,6 +147,9 @@ def main() -> int:
     )
     parser.add_argument("--ingest-batches", type=int, default=1_200, help="/batch/ posts of 100 events to time")
     parser.add_argument("--ingest-senders", type=int, default=16, help="client threads posting batches")
+    parser.add_argument(
+        "--query-runs", type=int, default=7, help="timed runs of each query through the API, and as many bare"
+    )
     args = parser.parse_args()
 
     database_url = os.environ.get("DATABASE_URL") or DEFAULT_DATABASE_URL
@@ -173,6 +190,9 @@ def main() -> int:
     else:
         analyze()
         print("reusing the seeded database")
+    from benchmarks import queries as query_layer
+
+    fixtures = query_layer.add_fixtures(fixtures)
     endpoints = endpoint_list(fixtures)
     words = [word.strip() for word in args.only.split(",") if word.strip()]
     if words:
@@ -183,6 +203,11 @@ def main() -> int:
     results: dict[str, Result] = {}
     deep = deep_offset(fixtures)
     floor_requests = floor_list(fixtures)
+    for name, floor_request in floor_requests.items():
+        if floor_request.on_service and floor_request.queries is None:
+            floor_request.queries = count_queries([Endpoint(name, floor_request.paths, "read")], fixtures["key"])[name][
+                0
+            ]
     floors: dict[str, list[Result]] = {name: [] for name in floor_requests}
     service = start(["scripts/serve.sh"], environment, scratch / "service.log")
     floor = start(
@@ -194,9 +219,15 @@ def main() -> int:
         pages = [floor_requests["page"].paths[0], floor_requests["deep page"].paths[0]]
         failures += compare_pages(service, floor, fixtures["key"], pages)
 
+        if any(endpoint.kind == "cached read" for endpoint in endpoints):
+            not_warm = query_layer.warm(service.url, fixtures["key"], fixtures)
+            if not_warm:
+                print(f"bench: {not_warm}")
+                failures += 1
         for floor_request in floor_requests.values():
             if floor_request.method == "GET":  # as for the service, reads only
-                drive(driver, floor, floor_request.paths, fixtures["key"], 1.0)  # warm-up
+                server = service if floor_request.on_service else floor
+                drive(driver, server, floor_request.paths, fixtures["key"], 1.0)  # warm-up
         for endpoint in endpoints:
             if endpoint.method == "GET":
                 drive(driver, service, endpoint.paths, fixtures["key"], 1.0)  # warm-up
@@ -212,6 +243,11 @@ def main() -> int:
             result.queries, result.writes = queries.get(endpoint.name, (None, None))
             results[endpoint.name] = result
             failures += bool(result.errors or result.statuses)
+        query_rows = None
+        if not words or any(word in "query" for word in words):
+            query_rows = query_layer.measure(
+                service.url, fixtures["key"], fixtures, database_url, runs=max(1, args.query_runs)
+            )
         ingest_report = None
         if not words or any(word in "ingest" for word in words):
             ingest_report = ingest(
@@ -225,7 +261,16 @@ def main() -> int:
             print(f"{running.name} exited with {running.returncode}; its log: {running.log_path}")
 
     failures += report(
-        endpoints, results, floors, floor_requests, deep, ingest_report, driver, args, time.monotonic() - started
+        endpoints,
+        results,
+        floors,
+        floor_requests,
+        deep,
+        ingest_report,
+        driver,
+        args,
+        time.monotonic() - started,
+        query_rows=query_rows,
     )
     if not failures:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -269,6 +314,10 @@ def service_environment(database_url: str, scratch: Path, *, workers: int, threa
         "API_RATE_LIMIT_BURST": "100000000/minute",
         "API_RATE_LIMIT_SUSTAINED": "1000000000/hour",
         "API_AUTH_FAILURE_RATE": "100000000/minute",
+        "API_QUERY_RATE": "100000000/minute",  # computations per key: the query rows compute one after another
+        # A query's own time limit, raised so that a query slower than the service's default (10 s) is still measured
+        # beside its floor; the query rows flag it (benchmarks/queries.py).
+        "QUERY_TIMEOUT_MS": str(BENCH_QUERY_TIMEOUT_MS),
         "CACHE_KEY_PREFIX": f"bench-{os.getpid()}",
         "LOG_LEVEL": "WARNING",
         "GUNICORN_LOG_LEVEL": "warning",
@@ -378,8 +427,11 @@ DASHBOARD_PATCH_BODY = json.dumps({"description": "Edited {n} times."})
 
 
 def floor_list(fixtures: dict) -> dict[str, Floor]:
-    """The floors, by name: the dashboards page (at offset 0 and at the deep offset), the auth-only answer and the
-    write floor (a dashboard PATCH that locks, updates, records its activity entry and commits)."""
+    """The floors, by name: the dashboards page (at offset 0 and at the deep offset), the auth-only answer, the
+    write floor (a dashboard PATCH that locks, updates, records its activity entry and commits) and, on the service
+    itself, the query layer's dashboard of 6 tiles read without results (benchmarks/queries.py)."""
+    from benchmarks.queries import bare_dashboard_path
+
     project = f"/api/projects/{fixtures['project_id']}"
     _, floor_edited = edited_dashboards(fixtures)
     return {
@@ -389,10 +441,13 @@ def floor_list(fixtures: dict) -> dict[str, Floor]:
         "write": Floor(
             [f"{project}/dashboards/{pk}/" for pk in floor_edited], queries=6, method="PATCH", body=DASHBOARD_PATCH_BODY
         ),
+        "no results": Floor([bare_dashboard_path(fixtures)], queries=None, on_service=True),
     }
 
 
 def endpoint_list(fixtures: dict) -> list[Endpoint]:
+    from benchmarks import queries as query_layer
+
     organization = f"/api/organizations/{fixtures['organization_id']}"
     project = f"/api/projects/{fixtures['project_id']}"
     export = f"{project}/batch_exports/{fixtures['batch_export_id']}"
@@ -425,6 +480,21 @@ def endpoint_list(fixtures: dict) -> list[Endpoint]:
         Endpoint("dashboard detail", [f"{project}/dashboards/{fixtures['dashboard_id']}/"], "read", floor="auth"),
         Endpoint("insight detail", [f"{project}/insights/{fixtures['insight_id']}/"], "read", floor="auth"),
         Endpoint("users/@me", ["/api/users/@me/"], "read", floor="auth"),
+        # Cached results (benchmarks/queries.py): computed in every worker before these rows are driven.
+        Endpoint(
+            "query: insight cached",
+            [query_layer.cached_insight_path(fixtures)],
+            "cached read",
+            floor="auth",
+            limit=query_layer.CACHED_INSIGHT_TARGET,
+        ),
+        Endpoint(
+            "query: dashboard 6 tiles cached",
+            [query_layer.dashboard_path(fixtures)],
+            "cached read",
+            floor="no results",
+            limit=query_layer.CACHED_DASHBOARD_TARGET,
+        ),
         Endpoint("dashboard PATCH", edited, "write", "PATCH", DASHBOARD_PATCH_BODY, "write"),
         # An invite create and a backfill stay beside the auth-only floor, without a target: the write floor is a
         # dashboard edit (one locked row updated, one activity entry), and an invite create (the organization's row
@@ -582,7 +652,13 @@ def beside_floor(driver, service, floor, endpoint, floor_request, key, args) -> 
     served, floors = [], []
     for number in range(max(1, args.rounds)):
         turns = [
-            (floors, floor, floor_request.paths, floor_request.method, floor_request.body),
+            (
+                floors,
+                service if floor_request.on_service else floor,
+                floor_request.paths,
+                floor_request.method,
+                floor_request.body,
+            ),
             (served, service, endpoint.paths, endpoint.method, endpoint.body),
         ]
         for runs, server, paths, method, body in turns[:: -1 if number % 2 else 1]:
@@ -725,7 +801,9 @@ def drive_python(base, paths, key, seconds, method, body) -> Result:
 # --- report ------------------------------------------------------------------------------------------------------
 
 
-def report(endpoints, results, floors, floor_requests, deep, ingest_report, driver, args, elapsed) -> int:
+def report(
+    endpoints, results, floors, floor_requests, deep, ingest_report, driver, args, elapsed, *, query_rows=None
+) -> int:
     threads = "" if args.threads is None else f", {args.threads} thread{'s' if args.threads != 1 else ''} each"
     print()
     print(
@@ -775,7 +853,7 @@ def report(endpoints, results, floors, floor_requests, deep, ingest_report, driv
             worst_list = max(worst_list or 0, ratio)
         elif endpoint.kind in ("short list", "read"):
             worst_read = max(worst_read or 0, ratio)
-        elif target is not None:
+        elif endpoint.kind == "write" and target is not None:
             worst_write = max(worst_write or 0, ratio)
         target_text = f"<={target:g}x" if target else "-"
         queries = "?" if result.queries is None else str(result.queries)
@@ -785,6 +863,13 @@ def report(endpoints, results, floors, floor_requests, deep, ingest_report, driv
             f"{queries:>7} {endpoint.floor:>10} {floor:>9,.0f} {ratio:>5.2f}x {target_text:>7}  {', '.join(notes)}"
         )
     failures = sum(bool(result.errors or result.statuses) for result in results.values())
+    if query_rows:
+        from benchmarks import queries as query_layer
+
+        lines, failed = query_layer.report(query_rows, args.query_runs)
+        failures += failed
+        print()
+        print("\n".join(lines))
     if ingest_report:
         failures += ingest_report["failed"]
         print()

@@ -382,7 +382,13 @@ def seed_plugins(organization, project, sizes: Sizes) -> None:
 
 
 def seed_events(project_id: int, count: int) -> None:
-    """`count` events over the last 60 days, and their uuids, each in one INSERT ... SELECT."""
+    """`count` events over the last 60 days, and their uuids, each in one INSERT ... SELECT.
+
+    5,000 people (`user-<n>`), each sending one event in 5,000 in turn. What the query layer's rows compute over them
+    must mean something: two thirds of the events are `$pageview`s and a third `$autocapture`s, but a fourth of the
+    people send a `signed up` one time in 25, so that a fourth reach the last step of the funnel `$pageview` →
+    `$autocapture` → `signed up`; a person keeps one browser (five of them, Chrome for half the people) and
+    `signed up`, sent from a server, has none, so that a breakdown by `$browser` has several values and a "none" one."""
     from django.db import connection
 
     from pipelines.models import Event, EventUUID
@@ -397,16 +403,24 @@ def seed_events(project_id: int, count: int) -> None:
             f"""
             INSERT INTO {Event._meta.db_table}
                 (uuid, project_id, event, distinct_id, properties, "timestamp", inserted_at)
-            SELECT gen_random_uuid(), %(project)s,
-                   CASE WHEN i %% 10 = 0 THEN 'signed up' WHEN i %% 3 = 0 THEN '$autocapture' ELSE '$pageview' END,
-                   'user-' || (i %% 5000),
-                   jsonb_build_object(
+            SELECT gen_random_uuid(), %(project)s, name, 'user-' || person,
+                   jsonb_strip_nulls(jsonb_build_object(
                        '$current_url', 'https://shop.example/products/' || (i %% 400),
-                       '$browser', CASE WHEN i %% 2 = 0 THEN 'Firefox' ELSE 'Chrome' END,
-                       '$os', 'Linux', '$lib', 'posthog-python', 'plan', 'pro'),
+                       '$browser', CASE WHEN name = 'signed up' THEN NULL
+                                        WHEN person %% 20 < 10 THEN 'Chrome' WHEN person %% 20 < 14 THEN 'Safari'
+                                        WHEN person %% 20 < 17 THEN 'Firefox' WHEN person %% 20 < 19 THEN 'Edge'
+                                        ELSE 'Opera' END,
+                       '$os', CASE person %% 3 WHEN 0 THEN 'Mac OS X' WHEN 1 THEN 'Windows' ELSE 'Linux' END,
+                       '$lib', 'posthog-python', 'plan', 'pro')),
                    %(now)s - make_interval(secs => i * %(step)s::float8 / 1000),
                    %(now)s - make_interval(secs => i * %(step)s::float8 / 1000)
-            FROM generate_series(1, %(count)s) AS i
+            FROM generate_series(1, %(count)s) AS i,
+                 LATERAL (SELECT i %% 5000 AS person, i / 5000 AS nth) AS sender,
+                 LATERAL (
+                     SELECT CASE WHEN person %% 4 = 0 AND nth %% 25 = 3 THEN 'signed up'
+                                 WHEN (nth + person) %% 3 = 0 THEN '$autocapture'
+                                 ELSE '$pageview' END AS name
+                 ) AS named
             """,
             {"project": project_id, "now": now, "step": step_ms, "count": count},
         )
