@@ -527,9 +527,6 @@ class PersonAdmin(RecordedModelAdmin):
     readonly_fields = fields
     inlines = (PersonDistinctIdInline,)
 
-    def has_add_permission(self, request):
-        return False
-
     @admin.display(description="properties")
     def properties_pretty(self, person):
         return format_html("<pre>{}</pre>", json.dumps(person.properties, indent=2, sort_keys=True, ensure_ascii=False))
