@@ -35,7 +35,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from organizations.selectors import project_id_for_api_token
 from pipelines.models import Event
-from pipelines.persons import persons_ingest_for_token
+from pipelines.persons import persons_ingest
 from pipelines.services import NewEvent, events_ingest_for_token
 from workspace.api.exceptions import DomainError, error_response
 
@@ -501,10 +501,11 @@ class CaptureView(View):
                 project_for(token)  # a token that names no project is a 401 before any event is a 400
                 raise
             # The token is looked up as the events are stored (one round trip on PostgreSQL).
-            if events_ingest_for_token(token=token, events=parsed) is None:
+            ingested = events_ingest_for_token(token=token, events=parsed)
+            if ingested is None:
                 raise token_refused()
             # Then their persons (pipelines.persons): should that fail, the sender's retry stores no event twice.
-            persons_ingest_for_token(token=token, events=parsed)
+            persons_ingest(project_id=ingested.project_id, events=parsed, without_person=ingested.without_person)
         except DomainError as error:
             response = error_response(error.status_code, error.error_type, error.code, error.detail, error.attr)
         except (OperationalError, InterfaceError):

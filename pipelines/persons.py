@@ -17,21 +17,24 @@ guard against joining two signed-in users. That guard also holds when the event'
 reference**, which then adds it to the identified person): it gets a person of its own. Ids that SDKs send when they
 know no user ("anonymous", "null", ...) are never joined.
 
-Capture stores a batch's events first and then applies its persons' changes (`persons_ingest_for_token`), so a batch
-whose persons could not be written is answered with an error and retried by the sender: the events are not stored
+Capture stores a batch's events first and then applies its persons' changes (`persons_ingest`), so a batch whose
+persons could not be written is answered with an error and retried by the sender: the events are not stored
 twice (their uuids), and the operations are applied again, which sets the same values. They are applied at least
 once, as the reference applies them.
 
-On PostgreSQL a batch without `$identify` or `$create_alias` costs one statement when it changes no property (the
-missing distinct ids and their persons are created in it) and two more when it does: the mapping of its ids, then
-one UPDATE that locks the persons in id order and folds all of the batch's operations of each person into one
-expression over the row as it is when locked, so batches that change the same person at once wait for each other
-and none loses another's property. `$identify` takes the two persons' row locks, in id order, in one transaction.
+The statement that stores the events also reads which of the batch's distinct ids name no person yet
+(`pipelines.services.events_ingest_for_token`): most batches come from people seen before, and for them there is
+nothing to create. So on PostgreSQL a batch without `$identify` or `$create_alias` costs no statement here when its
+ids all name persons and it changes no property, one when some ids are new (their persons are created in it), and
+two more when it changes properties: the mapping of its ids, then one UPDATE that locks the persons in id order and
+folds all of the batch's operations of each person into one expression over the row as it is when locked, so
+batches that change the same person at once wait for each other and none loses another's property. `$identify`
+takes the two persons' row locks, in id order, in one transaction.
 """
 
 import datetime as dt
 import uuid
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
 import orjson
@@ -39,7 +42,6 @@ from django.db import IntegrityError, OperationalError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from organizations.selectors import project_id_for_api_token
 from pipelines.models import Person, PersonDistinctId
 from workspace.db import prepared_cursor
 
@@ -178,32 +180,22 @@ def plan(events: Iterable) -> list[Segment | Join]:
 # Entry points -----------------------------------------------------------------------------------------------------
 
 
-def persons_ingest_for_token(*, token: str, events: list) -> None:
-    """Apply a stored batch's persons work for the project `token` names (nothing when it names none)."""
-    steps = plan(events)
-    if not steps:
-        return
-    if connection.vendor == "postgresql" and isinstance(steps[0], Segment):
-        # The project is looked up in the statement that makes sure of the first segment's persons: a batch that
-        # changes no property costs that one statement.
-        project_id = _ensure_postgresql(steps[0].distinct_ids, token=token)
-        if project_id is not None:
-            persons_ingest(project_id=project_id, events=events, steps=steps, first_ensured=True)
-        return
-    project_id = project_id_for_api_token(token)
-    if project_id is not None:
-        persons_ingest(project_id=project_id, events=events, steps=steps)
+def persons_ingest(*, project_id: int, events: list, without_person: Collection[str] | None = None) -> None:
+    """Apply the persons work of a project's stored events (see the module's docstring).
 
-
-def persons_ingest(*, project_id: int, events: list, steps: list | None = None, first_ensured: bool = False) -> None:
-    """Apply the persons work of a project's stored events (see the module's docstring)."""
-    for index, step in enumerate(plan(events) if steps is None else steps):
+    `without_person`: the events' distinct ids that named no person when the events were stored (None: not known).
+    Only those are given one: an id that named a person still does (merges move distinct ids, never remove them),
+    and should one be found without a person all the same, the segment is done again making sure of every id."""
+    for step in plan(events):
         for attempt in range(ATTEMPTS):
             try:
                 if isinstance(step, Join):
                     done = _join(project_id, step)
                 else:
-                    done = _segment(project_id, step, ensure=not (first_ensured and index == 0 and attempt == 0))
+                    ensure = step.distinct_ids
+                    if attempt == 0 and without_person is not None:
+                        ensure = [distinct_id for distinct_id in ensure if distinct_id in without_person]
+                    done = _segment(project_id, step, ensure=ensure)
             except OperationalError as error:
                 # A deadlock with another batch's join, which the database ended by failing this statement.
                 if getattr(error.__cause__, "sqlstate", None) != "40P01" or attempt == ATTEMPTS - 1:
@@ -219,7 +211,7 @@ def persons_ingest(*, project_id: int, events: list, steps: list | None = None, 
 
 _ENSURE = """
 WITH project AS (
-    SELECT id FROM organizations_project WHERE {project}
+    SELECT id FROM organizations_project WHERE id = %s
 ), ids AS (
     SELECT unnest(%s::text[]) AS distinct_id
 ), claimed AS (
@@ -234,28 +226,23 @@ WITH project AS (
     RETURNING project_id, person_id
 ), created AS (
     INSERT INTO pipelines_person (uuid, project_id, properties, is_identified, created_at, updated_at, version)
-    SELECT person_id, project_id, '{{}}'::jsonb, false, statement_timestamp(), statement_timestamp(), 0 FROM claimed
+    SELECT person_id, project_id, '{}'::jsonb, false, statement_timestamp(), statement_timestamp(), 0 FROM claimed
     RETURNING 1
 )
-SELECT (SELECT id FROM project), (SELECT count(*) FROM created)
+SELECT count(*) FROM created
 """
-_ENSURE_FOR_TOKEN = _ENSURE.format(project="api_token = %s")
-_ENSURE_FOR_PROJECT = _ENSURE.format(project="id = %s")
 
 
-def _ensure_postgresql(distinct_ids: Iterable[str], *, token: str | None = None, project_id: int | None = None):
-    """Give each distinct id that has none a person, in one statement; the project's id (None: the token names none).
+def _ensure_postgresql(project_id: int, distinct_ids: Iterable[str]) -> None:
+    """Give each distinct id that has none a person, in one statement.
 
     A distinct id is claimed with ON CONFLICT DO NOTHING, so of two batches that meet a new id at once one creates
     its person and the other waits for that and uses it. The claim names the person by the uuid it is created with
     in the same statement (the foreign key is checked at commit)."""
-    # Prepared (once per connection): it runs with every batch, and planning it would cost more than running it.
+    # Prepared (once per connection): it runs with every batch that meets a new id, and planning it would cost more
+    # than running it.
     with prepared_cursor(connection) as cursor:
-        if token is not None:
-            cursor.execute(_ENSURE_FOR_TOKEN, [token, list(distinct_ids)])
-        else:
-            cursor.execute(_ENSURE_FOR_PROJECT, [project_id, list(distinct_ids)])
-        return cursor.fetchone()[0]
+        cursor.execute(_ENSURE, [project_id, list(distinct_ids)])
 
 
 def _ensure_orm(project_id: int, distinct_ids: Iterable[str]) -> None:
@@ -304,15 +291,14 @@ SELECT locked.uuid FROM locked
 """
 
 
-def _segment(project_id: int, segment: Segment, *, ensure: bool = True) -> bool:
-    """Make sure of the segment's persons (unless `ensure` is false: done already) and apply its operations; False
-    when a merge got in the way (try again)."""
-    distinct_ids = segment.distinct_ids
+def _segment(project_id: int, segment: Segment, *, ensure: Collection[str]) -> bool:
+    """Make sure of the persons of the segment's distinct ids in `ensure` and apply its operations; False when a
+    merge got in the way (try again)."""
     postgresql = connection.vendor == "postgresql"
-    with_operations = {distinct_id: ops for distinct_id, ops in distinct_ids.items() if ops}
+    with_operations = {distinct_id: ops for distinct_id, ops in segment.distinct_ids.items() if ops}
     if postgresql:
         if ensure:
-            _ensure_postgresql(distinct_ids, project_id=project_id)
+            _ensure_postgresql(project_id, ensure)
         if not with_operations:
             return True
         mapping = _mapping(project_id, with_operations)
@@ -330,7 +316,8 @@ def _segment(project_id: int, segment: Segment, *, ensure: bool = True) -> bool:
             locked = {row[0] for row in cursor.fetchall()}
         return locked >= set(folds)
     with transaction.atomic():
-        _ensure_orm(project_id, distinct_ids)
+        if ensure:
+            _ensure_orm(project_id, ensure)
         if not with_operations:
             return True
         folds = _folds(with_operations, _mapping(project_id, with_operations))

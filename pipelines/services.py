@@ -509,7 +509,9 @@ FROM incoming{only_stored}
 
 # The same, for the project a capture token names: the token is looked up in the statement that stores the events,
 # so a request costs one round trip. The first column is the project's id, or NULL for a token that names none (then
-# nothing is stored).
+# nothing is stored). The last is the batch's distinct ids that name no person of the project yet (NULL: none), for
+# `pipelines.persons`, which has nothing to create for a batch of known ids. Reading them takes no lock: the statement
+# still waits only on the ledger's rows, and the persons of new ids are made after it, by `pipelines.persons`.
 _POSTGRESQL_INGEST_FOR_TOKEN = _plain_and_on_conflict("""
 WITH project AS (
     SELECT id FROM organizations_project WHERE api_token = %s
@@ -526,16 +528,35 @@ WITH project AS (
     FROM incoming{only_stored} CROSS JOIN project
     RETURNING 1
 )
-SELECT (SELECT id FROM project), (SELECT count(*) FROM inserted)
+SELECT (SELECT id FROM project), (SELECT count(*) FROM inserted), (
+    SELECT array_agg(DISTINCT incoming.distinct_id) FROM incoming, project
+    WHERE NOT EXISTS (
+        SELECT 1 FROM pipelines_persondistinctid AS known
+        WHERE known.project_id = project.id AND known.distinct_id = incoming.distinct_id
+    )
+)
 """)
 
 
-def events_ingest_for_token(*, token: str, events: list[NewEvent]) -> int | None:
-    """Store events for the project `token` names; returns how many were new, or None when the token names no
-    project (nothing is stored). On PostgreSQL the token is looked up in the statement that stores the events."""
+@dataclass(frozen=True, slots=True)
+class Ingested:
+    """What storing a batch for a token found: the project, how many events were new, and the batch's distinct ids
+    that named no person when the events were stored (None: not looked at; every id may be new)."""
+
+    project_id: int
+    stored: int
+    without_person: frozenset[str] | None
+
+
+def events_ingest_for_token(*, token: str, events: list[NewEvent]) -> Ingested | None:
+    """Store events for the project `token` names; None when the token names no project (nothing is stored). On
+    PostgreSQL the token is looked up, and the distinct ids without a person are read, in the statement that stores
+    the events."""
     if connection.vendor != "postgresql" or not events:
         project_id = project_id_for_api_token(token)
-        return None if project_id is None else events_ingest(project_id=project_id, events=events)
+        if project_id is None:
+            return None
+        return Ingested(project_id, events_ingest(project_id=project_id, events=events), without_person=None)
     unique: dict[uuid.UUID, NewEvent] = {}
     for event in events:
         unique.setdefault(event.uuid, event)
@@ -546,8 +567,10 @@ def events_ingest_for_token(*, token: str, events: list[NewEvent]) -> int | None
     # the database's parser (a good part of a batch's cost), and the statement is planned once per connection.
     with prepared_cursor(connection) as cursor:
         _execute_ingest(cursor, _POSTGRESQL_INGEST_FOR_TOKEN, [token, _batch_document(events)])
-        project_id, stored = cursor.fetchone()
-    return None if project_id is None else stored
+        project_id, stored, without_person = cursor.fetchone()
+    if project_id is None:
+        return None
+    return Ingested(project_id, stored, without_person=frozenset(without_person or ()))
 
 
 def _execute_ingest(cursor, statements: tuple[str, str], params: list) -> None:

@@ -7,9 +7,11 @@ import uuid
 
 import pytest
 from django.test import Client
+from django.utils import timezone
 
 from pipelines.models import Event, Person, PersonDistinctId
-from pipelines.persons import Fold
+from pipelines.persons import Fold, persons_ingest
+from pipelines.services import NewEvent
 from tests.concurrency.parallel import PARALLEL, Call, assert_no_server_errors, fire, report
 
 
@@ -203,6 +205,41 @@ class TestIdentify:
         person = person_of(project, "user")
         assert person.properties == {"n": 2}
         assert ids_of(person) == {"anon", "user"}
+
+
+def test_an_id_said_to_have_a_person_that_has_none_gets_one_when_its_operations_are_applied(project):
+    """`without_person` only spares work: an id it leaves out whose person is missing all the same is found so when
+    the segment's operations are applied, and the segment is done again making sure of every id."""
+    event = NewEvent(
+        uuid=uuid.uuid4(),
+        event="$pageview",
+        distinct_id="newcomer",
+        properties={"$set": {"plan": "pro"}},
+        properties_json='{"$set":{"plan":"pro"}}',
+        timestamp=timezone.now(),
+    )
+    persons_ingest(project_id=project.pk, events=[event], without_person=frozenset())
+    assert person_of(project, "newcomer").properties == {"plan": "pro"}
+
+
+@pytest.mark.requires_postgres
+def test_a_batch_costs_statements_for_what_its_persons_need(transactional_db, project, django_assert_num_queries):
+    """The statement that stores a batch's events reads which of its ids name no person yet (in autocommit, as the
+    capture views run): a batch of known ids that changes no property costs no statement more."""
+    client = Client()
+    capture(client, project, {"distinct_id": "a"}, {"distinct_id": "b"})  # their persons (and this month's partition)
+    # 1. the events, and which ids are new: none
+    with django_assert_num_queries(1):
+        capture(client, project, {"distinct_id": "a"}, {"distinct_id": "b"}, {"distinct_id": "a"})
+    # 1. the events; 2. the person of "c"
+    with django_assert_num_queries(2):
+        capture(client, project, {"distinct_id": "a"}, {"distinct_id": "c"})
+    # 1. the events; 2. the mapping of "b"; 3. the update of its person
+    with django_assert_num_queries(3):
+        capture(client, project, {"distinct_id": "b", "properties": {"$set": {"plan": "pro"}}})
+    assert Person.objects.filter(project=project).count() == 3
+    assert person_of(project, "c").properties == {}
+    assert person_of(project, "b").properties == {"plan": "pro"}
 
 
 @pytest.mark.requires_postgres
