@@ -34,7 +34,5 @@ DEMO_FUNNEL = {
 
 def create_demo_data(*, user, organization, project) -> None:
     template = bundled_templates()[DEMO_TEMPLATE]
-    insights = [tile for tile in template["tiles"] if tile["type"] == "INSIGHT"]
-    texts = [tile for tile in template["tiles"] if tile["type"] != "INSIGHT"]
-    demo = {**template, "tiles": [*insights, DEMO_FUNNEL, *texts]}
+    demo = {**template, "tiles": [*template["tiles"], DEMO_FUNNEL]}
     dashboard_create(actor=user, project=project, pinned=True, template=demo)

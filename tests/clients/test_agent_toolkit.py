@@ -13,20 +13,45 @@ is not).
 - `switch-organization` / `switch-project` only change the ids it puts in URLs.
 - Dashboards: list (`?limit=&offset=&search=`, `results[]` of `{id, name, description}`), get (tiles with their
   `insight`), create (`{name, description, pinned, tags}`), update (PATCH), delete (PATCH `{"deleted": true}`).
-- Insights: create, get (by id, or `?short_id=`), and `add-insight-to-dashboard`: get the insight, then PATCH it
-  with `{"dashboards": [dashboard_id]}`.
+- Insights: create, get (by id, or `?short_id=` when the id is 8 letters and digits), and
+  `add-insight-to-dashboard`: get the insight, then PATCH it with `{"dashboards": [dashboard_id]}`.
+- `insight-create-from-query`: the model writes `{name, query, description?, favorited, tags?}` where `query` is an
+  `InsightVizNode` or a `DataVisualizationNode` (`{kind, source}`, the rest of the node dropped by zod); the toolkit
+  POSTs that to `/api/projects/:id/insights/` and parses the answer as an insight.
+- `insight-query`: get the insight (as above), POST `{"query": <its query>}` (no `refresh`) to
+  `/api/environments/:id/query/`, parse `{results}`; it hands the model the inner query and `results` for trends
+  and funnels, and `{columns, results}` for everything else (HogQL, retention).
 
-Its dashboard schema takes every tile to carry an insight object; a text tile (`insight: null`, which is the
-reference's own shape) fails it against the reference as it would here, so these dashboards have insight tiles.
+Its dashboard schema takes every tile to carry an insight whose query is an `InsightVizNode` or a
+`DataVisualizationNode`; a text tile (`insight: null`, the reference's own shape) fails it, against the reference as
+here. `dashboard-get` therefore fails on any dashboard with a text tile, whoever serves it: the bundled templates
+and the demo dashboard hold insight tiles only, so that it reads each of them whole.
 """
+
+import datetime as dt
+import io
+import re
+from pathlib import Path
 
 import jsonschema
 import pytest
+from django.core.management import call_command
+from django.utils import timezone
 
+from dashboards.demo import DEMO_FUNNEL, DEMO_TEMPLATE
+from dashboards.template_library import bundled_templates
+from tests.clients.conftest import Api
 from tests.organizations.factories import MembershipFactory, OrganizationFactory, ProjectFactory
+from tests.pipelines.factories import EventFactory
 
 UUID = {"type": "string", "format": "uuid"}
 STRING_OR_NULL = {"type": ["string", "null"]}
+# The query an insight of the toolkit's carries: a wrapper node; its source is not checked (`z.any()`).
+WRAPPED_QUERY = {
+    "type": "object",
+    "required": ["kind"],
+    "properties": {"kind": {"enum": ["InsightVizNode", "DataVisualizationNode"]}, "source": {}},
+}
 
 TOOLKIT = {
     "key": {
@@ -85,23 +110,30 @@ TOOLKIT = {
                     "properties": {
                         "insight": {
                             "type": "object",
-                            "required": ["short_id", "name", "derived_name", "description"],
+                            "required": ["short_id", "name", "derived_name", "description", "query"],
                             "properties": {
                                 "short_id": {"type": "string"},
                                 "name": {"type": "string"},
                                 "derived_name": STRING_OR_NULL,
                                 "description": STRING_OR_NULL,
+                                "query": WRAPPED_QUERY,
+                                "created_at": STRING_OR_NULL,
+                                "updated_at": STRING_OR_NULL,
+                                "favorited": {"type": ["boolean", "null"]},
                                 "tags": {"type": ["array", "null"], "items": {"type": "string"}},
                             },
                         },
                         "order": {"type": "number"},
                         "color": STRING_OR_NULL,
                         "layouts": {"type": ["object", "null"]},
+                        "last_refresh": STRING_OR_NULL,
+                        "is_cached": {"type": ["boolean", "null"]},
                     },
                 },
             },
         },
     },
+    # What insight-get, insight-create-from-query and insight-update parse (its insight schema, picked to these keys).
     "insight": {
         "type": "object",
         "required": ["id", "short_id", "filters", "created_at", "updated_at"],
@@ -111,10 +143,26 @@ TOOLKIT = {
             "name": STRING_OR_NULL,
             "description": STRING_OR_NULL,
             "filters": {"type": "object"},
+            "query": {},
             "created_at": {"type": "string"},
             "updated_at": {"type": "string"},
+            "favorited": {"type": ["boolean", "null"]},
         },
     },
+    # What insight-create-from-query takes from the model, before it sends anything.
+    "insight_input": {
+        "type": "object",
+        "required": ["name", "query", "favorited"],
+        "properties": {
+            "name": {"type": "string"},
+            "query": WRAPPED_QUERY,
+            "description": {"type": "string"},
+            "favorited": {"type": "boolean"},
+            "tags": {"type": "array", "items": {"type": "string"}},
+        },
+    },
+    # What insight-query parses from the query route: `results`, of any shape (`z.any()`); the rest is dropped.
+    "query_response": {"type": "object", "properties": {"results": {}}},
 }
 
 
@@ -122,6 +170,20 @@ def parse(kind: str, payload):
     """What the toolkit's zod schema does with a response: accept it or fail the tool."""
     jsonschema.validate(payload, TOOLKIT[kind], format_checker=jsonschema.FormatChecker())
     return payload
+
+
+def is_short_id(insight_id: str) -> bool:
+    """The toolkit's test for a short id: 8 letters and digits (a number is an id)."""
+    return re.fullmatch(r"[A-Za-z0-9]{8}", insight_id) is not None
+
+
+def visualization(query: dict) -> tuple[str, dict | None]:
+    """How the toolkit shows a query's results: ("trends" | "funnel", the inner query), else ("table", None)."""
+    inner = query.get("source") if query.get("kind") == "InsightVizNode" else query
+    kind = (inner or {}).get("kind")
+    if kind in ("TrendsQuery", "FunnelsQuery"):
+        return ("trends" if kind == "TrendsQuery" else "funnel"), inner
+    return "table", None
 
 
 class Toolkit:
@@ -169,6 +231,33 @@ class Toolkit:
 
     def dashboard(self, dashboard_id: int) -> dict:
         return parse("dashboard", self.api.get(f"/api/projects/{self.project()}/dashboards/{dashboard_id}/"))
+
+    def insight(self, insight_id: str) -> dict:
+        """insight-get: by short id through the list's `?short_id=` (its first row), else by id."""
+        base = f"/api/projects/{self.project()}/insights/"
+        if is_short_id(insight_id):
+            rows = [parse("insight", row) for row in self.api.get(f"{base}?short_id={insight_id}")["results"]]
+            assert rows, f"No insight found with short_id: {insight_id}"
+            return rows[0]
+        return parse("insight", self.api.get(f"{base}{insight_id}/"))
+
+    def create_insight_from_query(self, data: dict) -> dict:
+        """insight-create-from-query: the model's input, checked and cut to the keys zod keeps, POSTed as it is."""
+        parse("insight_input", data)
+        body = {key: data[key] for key in ("name", "description", "favorited", "tags") if key in data}
+        body["query"] = {key: data["query"][key] for key in ("kind", "source") if key in data["query"]}
+        created = self.api.call("POST", f"/api/projects/{self.project()}/insights/", body, expect=201)
+        return parse("insight", created)
+
+    def insight_query(self, insight_id: str) -> dict:
+        """insight-query: read the insight, run its query through the query route, and shape what the model sees."""
+        insight = self.insight(insight_id)
+        response = self.api.call("POST", f"/api/environments/{self.project()}/query/", {"query": insight["query"]})
+        results = parse("query_response", response).get("results")
+        shown, inner = visualization(insight["query"])
+        if shown == "table":
+            results = {"columns": response.get("columns") or [], "results": results or []}
+        return {"query": inner or insight["query"], "insight": insight, "results": results}
 
 
 @pytest.fixture
@@ -292,3 +381,168 @@ def test_adding_an_insight_to_a_dashboard_shows_it_as_a_tile(api, alice, organiz
     assert text_tile["insight"] is None and text_tile["order"] > insight_tile["order"]
     assert set(text_tile["text"]) == {"id", "body", "created_by", "last_modified_at"}
     assert text_tile["text"]["body"] == "Read *this* first"
+
+
+TEMPLATES = bundled_templates()
+
+TRENDS = {
+    "kind": "InsightVizNode",
+    "source": {
+        "kind": "TrendsQuery",
+        "series": [{"kind": "EventsNode", "event": "$pageview"}],
+        "interval": "day",
+        "dateRange": {"date_from": "-7d"},
+    },
+}
+FUNNEL = {
+    "kind": "InsightVizNode",
+    "source": {
+        "kind": "FunnelsQuery",
+        "series": [{"kind": "EventsNode", "event": "$pageview"}, {"kind": "EventsNode", "event": "signed_up"}],
+        "funnelsFilter": {"funnelWindowInterval": 14, "funnelWindowIntervalUnit": "day", "funnelOrderType": "ordered"},
+        "dateRange": {"date_from": "-7d"},
+    },
+}
+HOGQL = {
+    "kind": "DataVisualizationNode",
+    "source": {
+        "kind": "HogQLQuery",
+        "query": "SELECT event, count() AS total FROM events GROUP BY event ORDER BY event",
+    },
+    "display": "ActionsTable",
+}
+
+
+@pytest.fixture
+def shop_events(project):
+    """Three people view a page a few hours ago; one of them signs up an hour later."""
+    now = timezone.now()
+    for person in ("ann", "bob", "cy"):
+        EventFactory(project=project, event="$pageview", distinct_id=person, timestamp=now - dt.timedelta(hours=3))
+    EventFactory(project=project, event="signed_up", distinct_id="ann", timestamp=now - dt.timedelta(hours=2))
+
+
+def check_dashboard_get(dashboard: dict, template: dict) -> None:
+    """dashboard-get on a dashboard made from `template`: the toolkit's schema reads it whole, tile by tile as the
+    template has them."""
+    shown = parse("dashboard", dashboard)
+    assert [tile["insight"]["name"] for tile in shown["tiles"]] == [tile["name"] for tile in template["tiles"]]
+    assert [tile["insight"]["query"] for tile in shown["tiles"]] == [tile["query"] for tile in template["tiles"]]
+
+
+@pytest.mark.parametrize("name", sorted(TEMPLATES))
+def test_dashboard_get_reads_a_dashboard_made_from_each_bundled_template(api, alice, organization, project, name):
+    toolkit = Toolkit(api(alice))
+    base = f"/api/projects/{toolkit.project()}/dashboards/"
+    created = toolkit.api.call("POST", base, {"name": f"From {name}", "use_template": name}, expect=201)
+    check_dashboard_get(toolkit.dashboard(created["id"]), TEMPLATES[name])
+
+
+def test_dashboard_get_and_insight_query_on_the_demo_dashboard(service, settings):
+    """`seed_demo`, then the toolkit started with the key it printed: the pinned demo dashboard reads as the
+    template it comes from plus the funnel, and each of its insights runs over the demo shop's events."""
+    out = io.StringIO()
+    call_command("seed_demo", stdout=out)
+    key = Path(settings.DEMO_KEY_FILE).read_text().strip()
+    assert out.getvalue().rstrip().endswith(key)
+    toolkit = Toolkit(Api(service.url, key))
+
+    [row] = toolkit.dashboards()
+    dashboard = toolkit.api.get(f"/api/projects/{toolkit.project()}/dashboards/{row['id']}/")
+    template = TEMPLATES[DEMO_TEMPLATE]
+    check_dashboard_get(dashboard, {**template, "tiles": [*template["tiles"], DEMO_FUNNEL]})
+
+    answers = {}
+    for tile in dashboard["tiles"]:
+        if tile["insight"] is not None:
+            answers[tile["insight"]["name"]] = toolkit.insight_query(tile["insight"]["short_id"])
+    daily, weekly = answers["Daily active users"], answers["Weekly active users"]
+    assert daily["query"]["kind"] == weekly["query"]["kind"] == "TrendsQuery"
+    assert sum(daily["results"][0]["data"]) > 0 and sum(weekly["results"][0]["data"]) > 0
+    funnel = answers[DEMO_FUNNEL["name"]]
+    assert funnel["query"]["kind"] == "FunnelsQuery"
+    steps = [step["count"] for step in funnel["results"]]
+    assert len(steps) == 3 and steps[0] > steps[1] > steps[2] > 0
+    # Retention is shown as a table: no columns from the query route, its cohorts as the rows (the demo's four weeks
+    # fill the latest of the eight).
+    cohorts = answers["Retention"]["results"]
+    assert cohorts["columns"] == [] and len(cohorts["results"]) == 8
+    assert sum(cohort["values"][0]["count"] for cohort in cohorts["results"]) > 0
+
+
+@pytest.mark.parametrize(
+    ("query", "shown"),
+    [
+        pytest.param(TRENDS, "trends", id="trends"),
+        pytest.param(FUNNEL, "funnel", id="funnel"),
+        pytest.param(HOGQL, "table", id="hogql"),
+    ],
+)
+def test_insight_query_runs_a_saved_insight_through_the_environments_query_route(
+    api, alice, organization, project, shop_events, query, shown
+):
+    toolkit = Toolkit(api(alice))
+    base = f"/api/projects/{toolkit.project()}/insights/"
+    insight = toolkit.api.call("POST", base, {"name": f"Shop {shown}", "query": query}, expect=201)
+
+    by_short_id = toolkit.insight_query(insight["short_id"])
+    by_id = toolkit.insight_query(str(insight["id"]))
+    assert by_short_id["insight"]["id"] == by_id["insight"]["id"] == insight["id"]
+    assert by_short_id["results"] == by_id["results"]
+    assert visualization(by_short_id["insight"]["query"])[0] == shown
+    results = by_short_id["results"]
+    if shown == "trends":
+        assert by_short_id["query"] == TRENDS["source"]
+        assert [(series["label"], series["count"], sum(series["data"])) for series in results] == [("$pageview", 3, 3)]
+    elif shown == "funnel":
+        assert by_short_id["query"] == FUNNEL["source"]
+        assert [(step["name"], step["count"]) for step in results] == [("$pageview", 3), ("signed_up", 1)]
+    else:
+        assert by_short_id["query"] == HOGQL
+        assert results == {"columns": ["event", "total"], "results": [["$pageview", 3], ["signed_up", 1]]}
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        pytest.param(
+            {
+                "name": "Page views this week",
+                "description": "Daily page views, written by the model",
+                "query": TRENDS,
+                "favorited": False,
+                "tags": ["toolkit"],
+            },
+            id="trends",
+        ),
+        pytest.param({"name": "Events by name", "query": HOGQL, "favorited": False}, id="hogql"),
+    ],
+)
+def test_insight_create_from_query_saves_what_the_model_wrote_and_insight_query_runs_it(
+    api, alice, organization, project, shop_events, data
+):
+    toolkit = Toolkit(api(alice))
+    created = toolkit.create_insight_from_query(data)
+    assert (created["name"], created["description"] or None) == (data["name"], data.get("description"))
+    # zod keeps `{kind, source}` of the query: a DataVisualizationNode's `display` never reaches the service.
+    sent = {"kind": data["query"]["kind"], "source": data["query"]["source"]}
+    assert created["query"] == sent
+    assert toolkit.api.get(f"/api/projects/{toolkit.project()}/insights/{created['id']}/")["tags"] == data.get(
+        "tags", []
+    )
+
+    answer = toolkit.insight_query(created["short_id"])
+    if data["query"] is TRENDS:
+        assert [series["count"] for series in answer["results"]] == [3]
+    else:
+        assert answer["results"]["results"] == [["$pageview", 3], ["signed_up", 1]]
+
+    # Put on a dashboard, it is a tile dashboard-get reads.
+    dashboard = toolkit.api.call(
+        "POST", f"/api/projects/{toolkit.project()}/dashboards/", {"name": "Model's picks"}, expect=201
+    )
+    toolkit.api.call(
+        "PATCH", f"/api/projects/{toolkit.project()}/insights/{created['id']}/", {"dashboards": [dashboard["id"]]}
+    )
+    [tile] = toolkit.dashboard(dashboard["id"])["tiles"]
+    assert (tile["insight"]["short_id"], tile["insight"]["query"]) == (created["short_id"], sent)

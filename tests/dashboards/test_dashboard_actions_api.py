@@ -143,7 +143,11 @@ class TestCreateFromTemplateJSON:
             (lambda t: t["tiles"][0].update(type="CHART"), "template__tiles__0__type", "is not one of"),
             (lambda t: t["tiles"][0].pop("type"), "template__tiles__0", "'type' is a required property"),
             (lambda t: t.update(tags=[""]), "template__tags__0", "should be non-empty"),
-            (lambda t: t["tiles"][3].pop("body"), "template__tiles__3", "'body' is a required property"),
+            (
+                lambda t: t["tiles"].append({"type": "TEXT", "name": "Notes"}),
+                "template__tiles__3",
+                "'body' is a required property",
+            ),
             (lambda t: t["tiles"][0].update(query="SELECT 1"), "template__tiles__0__query", "is not of type 'object'"),
         ],
     )
