@@ -57,4 +57,9 @@ def test_both_docs_pages_load_nothing_from_elsewhere_and_log_no_console_error(br
     assert elsewhere == []
     errors = [entry["message"] for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
     assert errors == []
+    # At 1280 px (the session's window) nothing scrolls sideways.
+    width, visible = browser.execute_script(
+        "return [document.documentElement.scrollWidth, document.documentElement.clientWidth]"
+    )
+    assert width <= visible, (width, visible)
     keep_for_review(browser, f"docs-{page}")
