@@ -463,8 +463,28 @@ class CappedCountPaginator(Paginator):
         return self.object_list[: self.cap + 1].count()
 
 
+class ReadOnlyProjectRecordAdmin(RecordedModelAdmin):
+    """A project's records that their events make and change (events, persons): read here, never written."""
+
+    @admin.display(description="properties")
+    def properties_pretty(self, record):
+        return format_html("<pre>{}</pre>", json.dumps(record.properties, indent=2, sort_keys=True, ensure_ascii=False))
+
+    def activity_context(self, obj) -> dict:
+        return {"organization_id": obj.project.organization_id, "project_id": obj.project_id}
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
 @admin.register(Event)
-class EventAdmin(RecordedModelAdmin):
+class EventAdmin(ReadOnlyProjectRecordAdmin):
     """Events are read here, never written: they come in through the capture endpoints only."""
 
     list_display = (
@@ -485,22 +505,6 @@ class EventAdmin(RecordedModelAdmin):
     fields = ("uuid", "project", "event", "distinct_id", "timestamp", "inserted_at", "properties_pretty")
     readonly_fields = fields
 
-    @admin.display(description="properties")
-    def properties_pretty(self, event):
-        return format_html("<pre>{}</pre>", json.dumps(event.properties, indent=2, sort_keys=True, ensure_ascii=False))
-
-    def activity_context(self, obj) -> dict:
-        return {"organization_id": obj.project.organization_id, "project_id": obj.project_id}
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
 
 class PersonDistinctIdInline(RecordedInlineMixin, admin.TabularInline):
     model = PersonDistinctId
@@ -514,7 +518,7 @@ class PersonDistinctIdInline(RecordedInlineMixin, admin.TabularInline):
 
 
 @admin.register(Person)
-class PersonAdmin(RecordedModelAdmin):
+class PersonAdmin(ReadOnlyProjectRecordAdmin):
     """Persons are read here, never written: their events make and change them (pipelines.persons)."""
 
     list_display = ("uuid", "project", "created_at", "updated_at", "is_identified")
@@ -526,19 +530,3 @@ class PersonAdmin(RecordedModelAdmin):
     fields = ("uuid", "project", "is_identified", "created_at", "updated_at", "version", "properties_pretty")
     readonly_fields = fields
     inlines = (PersonDistinctIdInline,)
-
-    @admin.display(description="properties")
-    def properties_pretty(self, person):
-        return format_html("<pre>{}</pre>", json.dumps(person.properties, indent=2, sort_keys=True, ensure_ascii=False))
-
-    def activity_context(self, obj) -> dict:
-        return {"organization_id": obj.project.organization_id, "project_id": obj.project_id}
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
