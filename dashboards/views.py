@@ -1,7 +1,6 @@
-from functools import cached_property
-
 from django.db import transaction
 from django.db.models import F
+from django.utils.functional import cached_property
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import exceptions, status

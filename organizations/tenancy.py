@@ -7,9 +7,9 @@ existence is never leaked. Tenancy reads the key's limits from `request.auth` an
 """
 
 import uuid
-from functools import cached_property
 
 from django.db.models import F, Q, QuerySet
+from django.utils.functional import cached_property
 from rest_framework import exceptions
 from rest_framework.settings import api_settings
 

@@ -1,6 +1,5 @@
 import datetime as dt
 import json
-from functools import cached_property
 
 from django import forms
 from django.conf import settings
@@ -8,6 +7,7 @@ from django.contrib import admin, messages
 from django.contrib.admin.options import IncorrectLookupParameters
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
+from django.utils.functional import cached_property
 from django.utils.html import format_html
 from django.utils.http import urlencode
 

@@ -1,7 +1,7 @@
 import uuid
-from functools import cached_property
 
 from django.http import Http404
+from django.utils.functional import cached_property
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import exceptions

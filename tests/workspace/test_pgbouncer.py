@@ -162,7 +162,10 @@ def test_two_copies_read_and_write_through_one_small_pool(pgbouncer, start_live_
 
     expected = {"POST": {201, 200}, "PATCH": {200}, "GET": {200}}
     failed = [answer for answer in answers if answer[1] not in expected[answer[0].split()[0]]]
-    assert not failed, (failed[:5], services[0].log()[-3000:], pgbouncer.log()[-3000:])
+    if failed:  # the causes, whole, in the test's captured output (an assertion's message is cut short)
+        for name, log in (("copy 1", services[0].log()), ("copy 2", services[1].log()), ("pgbouncer", pgbouncer.log())):
+            print(f"== {name} (last 3,000 characters) ==\n{log[-3000:]}")  # noqa: T201
+    assert not failed, failed[:5]
     assert len(answers) == rounds * 6
     assert Dashboard.objects.filter(project=project, description__startswith="round ").count() == rounds
     assert Event.objects.filter(project=project).count() == rounds * 2 * events_per_batch

@@ -97,3 +97,16 @@ def test_packages_import_only_downward(package):
             assert layer_of(imported) < layer_of(package), (
                 f"{path.relative_to(ROOT)} imports {imported}, which is not below {package} (STYLE.md #2)."
             )
+
+
+def test_no_app_uses_the_standard_librarys_cached_property():
+    """Python 3.11's functools.cached_property computes under one lock per class: a request whose viewset computes
+    `project` while waiting for a pooled database connection blocks every other request of that viewset, including
+    those holding the pool's connections in a transaction, until the database watchdog gives up (20 s). Django's
+    cached_property takes no lock."""
+    found = [
+        str(path.relative_to(ROOT))
+        for path in sources("*.py")
+        if re.search(r"from functools import [^\n]*\bcached_property\b|functools\.cached_property", path.read_text())
+    ]
+    assert found == []
