@@ -3,6 +3,7 @@ import string
 import uuid
 
 from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
@@ -13,6 +14,9 @@ MAX_TAGS_PER_DASHBOARD = 100
 MAX_TEXT_BODY = 4000
 SHORT_ID_ALPHABET = string.ascii_letters + string.digits
 SHORT_ID_LENGTH = 8
+# How far back a shared page's viewers may look when they pick a date range, unless its sharing says otherwise.
+DEFAULT_MAX_LOOKBACK_DAYS = 90
+MAX_LOOKBACK_DAYS = 3660
 
 
 class RestrictionLevel(models.IntegerChoices):
@@ -249,7 +253,8 @@ class SharingConfigurationQuerySet(models.QuerySet):
 
 class SharingConfiguration(models.Model):
     """Public sharing of one dashboard: a page for whoever holds the token, until `expires_at` if set, and only with
-    one of its passwords when `password_required`. Only a refresh changes the token."""
+    one of its passwords when `password_required`. Viewers see the dashboard's own date range unless
+    `allow_viewer_date_range`, and then no further back than `max_lookback_days`. Only a refresh changes the token."""
 
     dashboard = models.OneToOneField(Dashboard, on_delete=models.CASCADE, related_name="sharing_configuration")
     enabled = models.BooleanField(default=False)
@@ -262,6 +267,14 @@ class SharingConfiguration(models.Model):
     )
     expires_at = models.DateTimeField(null=True, blank=True, help_text="Past it the page is gone; empty: never.")
     password_required = models.BooleanField(default=False, help_text="The page asks for one of the passwords.")
+    allow_viewer_date_range = models.BooleanField(
+        default=False, help_text="Viewers may pick another of the page's relative date ranges; never its properties."
+    )
+    max_lookback_days = models.PositiveIntegerField(
+        default=DEFAULT_MAX_LOOKBACK_DAYS,
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_LOOKBACK_DAYS)],
+        help_text="How far back a viewer's date range may reach; one beyond it is clamped to it.",
+    )
 
     objects = SharingConfigurationQuerySet.as_manager()
 

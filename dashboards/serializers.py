@@ -629,12 +629,22 @@ class SharedLinkSerializer(ModelSerializer):
 
 
 class SharingConfigurationSerializer(ModelSerializer):
-    """A dashboard's public link: on or off, until when, and whether it asks for one of its passwords."""
+    """A dashboard's public link: on or off, until when, whether it asks for one of its passwords, and whether its
+    viewers may pick another date range (how far back)."""
 
     enabled = LiveEnabledField(required=False)
     share_passwords = SharingPasswordSerializer(source="passwords", many=True, read_only=True)
 
     class Meta:
         model = SharingConfiguration
-        fields = ["created_at", "enabled", "access_token", "expires_at", "password_required", "share_passwords"]
+        fields = [
+            "created_at",
+            "enabled",
+            "access_token",
+            "expires_at",
+            "password_required",
+            "allow_viewer_date_range",
+            "max_lookback_days",
+            "share_passwords",
+        ]
         read_only_fields = ["created_at", "access_token", "share_passwords"]

@@ -24,6 +24,8 @@ def test_first_get_creates_a_disabled_configuration(key_client, project, alice):
         "access_token": configuration.access_token,
         "expires_at": None,
         "password_required": False,
+        "allow_viewer_date_range": False,
+        "max_lookback_days": 90,
         "share_passwords": [],
     }
     assert len(configuration.access_token) >= 32
@@ -113,6 +115,8 @@ class TestEnable:
             "access_token": configuration.access_token,
             "expires_at": None,
             "password_required": False,
+            "allow_viewer_date_range": False,
+            "max_lookback_days": 90,
             "share_passwords": [],
         }
         assert response["ETag"]
@@ -225,3 +229,35 @@ class TestRefresh:
         assert response.status_code == 200
         assert response.json()["enabled"] is False
         assert SharingConfiguration.objects.get().access_token == response.json()["access_token"]
+
+
+class TestViewerDateRange:
+    def test_viewer_date_ranges_are_off_and_bounded_to_90_days_until_set(self, key_client, project, alice):
+        dashboard = DashboardFactory(project=project, created_by=alice)
+        client = key_client("sharing_configuration:write")
+
+        response = client.patch(
+            sharing_url(project, dashboard), {"allow_viewer_date_range": True, "max_lookback_days": 30}, format="json"
+        )
+
+        assert response.status_code == 200, response.content
+        assert (response.json()["allow_viewer_date_range"], response.json()["max_lookback_days"]) == (True, 30)
+        configuration = SharingConfiguration.objects.get(dashboard=dashboard)
+        assert (configuration.allow_viewer_date_range, configuration.max_lookback_days) == (True, 30)
+
+    @pytest.mark.parametrize(
+        ("body", "attr"),
+        [
+            ({"max_lookback_days": 0}, "max_lookback_days"),
+            ({"max_lookback_days": 100_000}, "max_lookback_days"),
+            ({"max_lookback_days": "thirty"}, "max_lookback_days"),
+            ({"allow_viewer_date_range": "yes"}, "allow_viewer_date_range"),
+        ],
+    )
+    def test_a_bad_setting_is_a_400_naming_it(self, key_client, project, alice, body, attr):
+        dashboard = DashboardFactory(project=project, created_by=alice)
+
+        response = key_client("sharing_configuration:write").patch(sharing_url(project, dashboard), body, format="json")
+
+        assert response.status_code == 400, response.content
+        assert response.json()["attr"] == attr
