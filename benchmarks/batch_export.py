@@ -129,8 +129,10 @@ def main() -> int:
 
     from organizations.models import Project
     from organizations.services import organization_create
-    from pipelines.models import BatchExportBackfill, BatchExportRun, Event
-    from pipelines.services import NewEvent, batch_export_backfill, batch_export_create, events_ingest
+    from pipelines.batch_exports.models import BatchExportBackfill, BatchExportRun
+    from pipelines.batch_exports.services import batch_export_backfill, batch_export_create
+    from pipelines.events.models import Event
+    from pipelines.events.services import NewEvent, events_ingest
     from workspace.models import User
 
     call_command("migrate", verbosity=0)

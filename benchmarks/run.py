@@ -380,7 +380,7 @@ def existing_fixtures() -> dict | None:
     from benchmarks.seed import Tenant, fixtures
     from dashboards.models import Dashboard
     from organizations.models import Organization
-    from pipelines.models import BatchExport
+    from pipelines.batch_exports.models import BatchExport
     from workspace.models import User
 
     owner = User.objects.filter(email="bench@example.com").first()
@@ -907,7 +907,7 @@ def ingest(url: str, fixtures: dict, *, batches: int, senders: int, workers: int
     import http.client
     from concurrent.futures import ThreadPoolExecutor
 
-    from pipelines.models import EventUUID
+    from pipelines.events.models import EventUUID
 
     if batches <= 0:
         return None
@@ -1016,7 +1016,7 @@ def write_floor(project_id: int, bodies: list[dict], *, writers: int) -> float:
 
     from django.db import connection, transaction
 
-    from pipelines.models import Event
+    from pipelines.events.models import Event
 
     inserted_at = dt.datetime.now(dt.UTC)
     batches = [

@@ -303,7 +303,7 @@ def seed_dashboards(project, users: list, sizes: Sizes) -> list[int]:
 
 
 def seed_batch_exports(project, sizes: Sizes) -> list[str]:
-    from pipelines.models import BatchExport, BatchExportRun
+    from pipelines.batch_exports.models import BatchExport, BatchExportRun
 
     now = dt.datetime.now(dt.UTC).replace(minute=0, second=0, microsecond=0)
     exports = BatchExport.objects.bulk_create(
@@ -352,7 +352,7 @@ def seed_batch_exports(project, sizes: Sizes) -> list[str]:
 
 
 def seed_plugins(organization, project, sizes: Sizes) -> None:
-    from pipelines.models import Plugin, PluginConfig
+    from pipelines.plugins.models import Plugin, PluginConfig
 
     plugins = Plugin.objects.bulk_create(
         [
@@ -391,8 +391,8 @@ def seed_events(project_id: int, count: int) -> None:
     `signed up`, sent from a server, has none, so that a breakdown by `$browser` has several values and a "none" one."""
     from django.db import connection
 
-    from pipelines.models import Event, EventUUID
-    from pipelines.partitions import events_ensure_partitions, month_of
+    from pipelines.events.models import Event, EventUUID
+    from pipelines.events.partitions import events_ensure_partitions, month_of
 
     now = dt.datetime.now(dt.UTC)
     span = dt.timedelta(days=60)

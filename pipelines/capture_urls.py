@@ -2,7 +2,7 @@
 
 from django.urls import re_path
 
-from pipelines.capture import CaptureView
+from pipelines.events.capture import CaptureView
 
 urlpatterns = [
     # /capture/, /e/ and /i/v0/e/ (one event or several) and /batch/ (the SDKs' batches) take the same bodies.

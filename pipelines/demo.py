@@ -13,8 +13,9 @@ import uuid
 from django.utils import timezone
 
 from organizations.models import Organization, Project
-from pipelines.models import Plugin, PluginConfig, PluginSourceFile
-from pipelines.services import NewEvent, batch_export_backfill, batch_export_create, events_ingest
+from pipelines.batch_exports.services import batch_export_backfill, batch_export_create
+from pipelines.events.services import NewEvent, events_ingest
+from pipelines.plugins.models import Plugin, PluginConfig, PluginSourceFile
 
 DEMO_PEOPLE = 40
 DEMO_DAYS = 28

@@ -1,11 +1,7 @@
 """Routes under /api/organizations/{organization_id}/."""
 
-from pipelines.views import (
-    OrganizationBatchExportViewSet,
-    PipelineDestinationViewSet,
-    PipelineFrontendAppViewSet,
-    PipelineImportAppViewSet,
-)
+from pipelines.batch_exports.views import OrganizationBatchExportViewSet
+from pipelines.plugins.views import PipelineDestinationViewSet, PipelineFrontendAppViewSet, PipelineImportAppViewSet
 from workspace.api.routers import OptionalSlashRouter
 
 router = OptionalSlashRouter()

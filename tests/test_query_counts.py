@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from dashboards.models import RestrictionLevel
 from organizations.models import Membership
-from pipelines.models import Plugin
+from pipelines.plugins.models import Plugin
 from tests.dashboards.factories import (
     DashboardCollaboratorFactory,
     DashboardFactory,

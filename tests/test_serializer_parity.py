@@ -22,7 +22,8 @@ from rest_framework.test import APIClient
 
 from dashboards.template_library import bundled_templates
 from organizations.models import Membership
-from pipelines.models import BatchExportRun, Plugin
+from pipelines.batch_exports.models import BatchExportRun
+from pipelines.plugins.models import Plugin
 from tests.dashboards.factories import (
     DashboardCollaboratorFactory,
     DashboardFactory,

@@ -3,7 +3,7 @@ exported) as given, and a PATCH, which merges into the stored config, would now 
 
 from django.db import migrations
 
-# The keys of each type when this migration was written (pipelines.destinations.known_keys).
+# The keys of each type when this migration was written (pipelines.batch_exports.destinations.known_keys).
 KNOWN_KEYS = {
     "S3": {
         "bucket_name", "region", "prefix", "aws_access_key_id", "aws_secret_access_key", "endpoint_url",

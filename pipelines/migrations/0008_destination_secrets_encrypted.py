@@ -1,4 +1,4 @@
-"""Encrypt the secrets of stored destination configs (pipelines.secrets), and decrypt them again when reversed.
+"""Encrypt the secrets of stored destination configs (pipelines.batch_exports.secrets), and decrypt them again when reversed.
 
 The rows are rewritten while the field is still a plain JSONField in this migration's state, so that each direction
 reads and writes the stored JSON as it is; the field changes after that (before it, backwards).
@@ -6,7 +6,7 @@ reads and writes the stored JSON as it is; the field changes after that (before 
 
 from django.db import migrations
 
-import pipelines.secrets
+import pipelines.batch_exports.secrets
 
 BATCH = 500
 
@@ -24,11 +24,11 @@ def _rewrite(apps, change) -> None:
 
 
 def encrypt_secrets(apps, schema_editor):
-    _rewrite(apps, pipelines.secrets.seal_secrets)
+    _rewrite(apps, pipelines.batch_exports.secrets.seal_secrets)
 
 
 def decrypt_secrets(apps, schema_editor):
-    _rewrite(apps, pipelines.secrets.open_secrets)
+    _rewrite(apps, pipelines.batch_exports.secrets.open_secrets)
 
 
 class Migration(migrations.Migration):
@@ -39,6 +39,6 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name="batchexport",
             name="destination_config",
-            field=pipelines.secrets.EncryptedSecretsJSONField(blank=True, default=dict),
+            field=pipelines.batch_exports.secrets.EncryptedSecretsJSONField(blank=True, default=dict),
         ),
     ]

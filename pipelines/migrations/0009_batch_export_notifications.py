@@ -7,7 +7,7 @@ import django.db.models.deletion
 import django.utils.timezone
 from django.db import migrations, models
 
-import pipelines.secrets
+import pipelines.batch_exports.secrets
 
 
 class Migration(migrations.Migration):
@@ -82,7 +82,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="batchexport",
             name="notifications_secrets",
-            field=pipelines.secrets.EncryptedSecretsJSONField(blank=True, default=dict),
+            field=pipelines.batch_exports.secrets.EncryptedSecretsJSONField(blank=True, default=dict),
         ),
         migrations.AddField(
             model_name="batchexport",

@@ -24,7 +24,7 @@ import sqlglot
 from django.conf import settings
 from sqlglot import exp
 
-from pipelines.models import Event
+from pipelines.events.models import Event
 from pipelines.query.errors import QueryError
 from pipelines.query.nodes import ParsedQuery, parse_query
 from pipelines.query.runner import RUNNERS

@@ -31,7 +31,7 @@ from zoneinfo import ZoneInfo
 
 from sqlglot import exp
 
-from pipelines.models import Event
+from pipelines.events.models import Event
 from pipelines.query import dates
 from pipelines.query.errors import QueryError
 from pipelines.query.nodes import FunnelsQuery, ParsedQuery

@@ -24,7 +24,7 @@ from django.conf import settings
 from django.db import DatabaseError, DataError, OperationalError, ProgrammingError, connection, transaction
 from sqlglot import exp
 
-from pipelines.models import Event
+from pipelines.events.models import Event
 from pipelines.query.errors import QueryError, QueryTimeout
 
 EVENTS = "events"  # the alias of the events table in every query

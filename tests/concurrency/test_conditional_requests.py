@@ -9,7 +9,8 @@ import re
 import pytest
 
 from organizations.models import Domain, Invite, Membership
-from pipelines.models import BatchExport, Plugin
+from pipelines.batch_exports.models import BatchExport
+from pipelines.plugins.models import Plugin
 from tests.apikeys.test_scope_matrix import ROUTES, call, route_id
 from tests.dashboards.factories import DashboardFactory
 from tests.organizations.factories import DomainFactory

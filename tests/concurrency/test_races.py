@@ -9,7 +9,7 @@ import pytest
 
 from dashboards.models import Dashboard, DashboardCollaborator, DashboardTag, DashboardTile, SharingConfiguration
 from organizations.models import Domain, Invite, Membership, Organization, Project
-from pipelines.models import BatchExport
+from pipelines.batch_exports.models import BatchExport
 from tests.concurrency.parallel import PARALLEL, Call, assert_no_server_errors, error_code, fire, report
 from tests.dashboards.factories import DashboardFactory, DashboardTileFactory
 from tests.organizations.factories import InviteFactory, MembershipFactory, OrganizationFactory, ProjectFactory

@@ -5,7 +5,7 @@ PostgreSQL only: SQLite runs one writer at a time, so nothing races there.
 
 import pytest
 
-from pipelines.models import BatchExportBackfill, BatchExportRun, BatchExportRunLog
+from pipelines.batch_exports.models import BatchExportBackfill, BatchExportRun, BatchExportRunLog
 from tests.concurrency.parallel import PARALLEL, Call, assert_no_server_errors, error_code, fire, report
 from tests.pipelines.factories import BatchExportBackfillFactory, BatchExportFactory, BatchExportRunFactory
 from workspace.models import ActivityLog

@@ -15,7 +15,7 @@ from django.utils import timezone
 from dashboards import demo
 from dashboards.charts import _scale
 from pipelines.demo import demo_events
-from pipelines.services import NewEvent, events_ingest
+from pipelines.events.services import NewEvent, events_ingest
 from tests.dashboards.factories import DashboardFactory, DashboardTileFactory, SharingConfigurationFactory
 from tests.pipelines.query.conftest import add_event, frozen_now, hogql, trends  # noqa: F401 - a fixture
 

@@ -14,7 +14,7 @@ from apikeys.models import PersonalAPIKey
 from organizations.demo import create_demo_data
 from organizations.models import Domain, Invite, Membership, Project
 from pipelines.demo import DEMO_EVENTS
-from pipelines.models import Event
+from pipelines.events.models import Event
 
 
 def test_seed_demo_adds_a_member_an_invite_a_domain_and_events(db, capsys):

@@ -8,7 +8,7 @@ import pytest
 
 from dashboards.models import Dashboard, DashboardTile, RestrictionLevel
 from organizations.models import Invite, Membership
-from pipelines.models import Plugin
+from pipelines.plugins.models import Plugin
 from tests.dashboards.factories import DashboardFactory, DashboardTileFactory, InsightFactory
 from tests.organizations.factories import MembershipFactory
 from tests.pipelines.factories import PluginFactory

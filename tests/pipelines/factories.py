@@ -4,18 +4,9 @@ import uuid
 import factory
 from django.utils import timezone
 
-from pipelines.models import (
-    BatchExport,
-    BatchExportBackfill,
-    BatchExportRun,
-    BatchExportRunLog,
-    Event,
-    Person,
-    PersonDistinctId,
-    Plugin,
-    PluginConfig,
-    PluginSourceFile,
-)
+from pipelines.batch_exports.models import BatchExport, BatchExportBackfill, BatchExportRun, BatchExportRunLog
+from pipelines.events.models import Event, Person, PersonDistinctId
+from pipelines.plugins.models import Plugin, PluginConfig, PluginSourceFile
 from tests.organizations.factories import OrganizationFactory, ProjectFactory
 
 

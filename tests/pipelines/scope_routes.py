@@ -1,4 +1,4 @@
-from pipelines.models import BatchExportRun
+from pipelines.batch_exports.models import BatchExportRun
 from tests.pipelines.factories import (
     BatchExportBackfillFactory,
     BatchExportFactory,

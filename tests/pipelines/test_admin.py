@@ -6,7 +6,8 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from pipelines.models import BatchExport, Plugin, PluginConfig
+from pipelines.batch_exports.models import BatchExport
+from pipelines.plugins.models import Plugin, PluginConfig
 from tests.pipelines.factories import BatchExportFactory, BatchExportRunFactory, PluginConfigFactory, PluginFactory
 from tests.workspace.factories import UserFactory
 

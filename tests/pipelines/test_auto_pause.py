@@ -12,10 +12,10 @@ from django.db.models import JSONField
 from django.db.models.functions import Cast
 from django.utils import timezone
 
-from pipelines.models import BatchExport, BatchExportNotification, BatchExportRun
-from pipelines.notifications import signature
-from pipelines.temporal.activities import finish_run
-from pipelines.temporal.inputs import FinishRunInputs, interval_end
+from pipelines.batch_exports.models import BatchExport, BatchExportNotification, BatchExportRun
+from pipelines.batch_exports.notifications import signature
+from pipelines.batch_exports.temporal.activities import finish_run
+from pipelines.batch_exports.temporal.inputs import FinishRunInputs, interval_end
 from tests.pipelines.factories import BatchExportFactory, BatchExportRunFactory
 from workspace.models import ActivityLog
 

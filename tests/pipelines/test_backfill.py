@@ -3,7 +3,7 @@ import datetime as dt
 import pytest
 from django.utils import timezone
 
-from pipelines.models import BatchExportBackfill, BatchExportRun
+from pipelines.batch_exports.models import BatchExportBackfill, BatchExportRun
 from tests.pipelines.factories import BatchExportFactory, BatchExportRunFactory
 
 

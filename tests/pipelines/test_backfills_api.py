@@ -5,7 +5,7 @@ import datetime as dt
 import pytest
 from django.utils import timezone
 
-from pipelines.models import BatchExportBackfill, BatchExportRun, BatchExportRunLog
+from pipelines.batch_exports.models import BatchExportBackfill, BatchExportRun, BatchExportRunLog
 from tests.pipelines.factories import BatchExportBackfillFactory, BatchExportFactory, BatchExportRunFactory
 from workspace.models import ActivityLog
 

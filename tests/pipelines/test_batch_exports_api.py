@@ -3,8 +3,8 @@ import json
 import pytest
 from django.core.exceptions import ValidationError
 
-from pipelines.destinations import SECRET_KEYS
-from pipelines.models import BatchExport
+from pipelines.batch_exports.destinations import SECRET_KEYS
+from pipelines.batch_exports.models import BatchExport
 from tests.organizations.factories import OrganizationFactory, ProjectFactory
 from tests.pipelines.factories import BatchExportFactory, BatchExportRunFactory
 from workspace.models import ActivityLog

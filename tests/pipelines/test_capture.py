@@ -9,7 +9,7 @@ import pytest
 from django.test import Client
 
 from organizations.services import project_rotate_api_token
-from pipelines.models import Event, EventUUID
+from pipelines.events.models import Event, EventUUID
 from tests.organizations.factories import ProjectFactory
 
 PATHS = ["/capture/", "/e/", "/i/v0/e/", "/batch/", "/capture", "/e", "/i/v0/e", "/batch"]
@@ -468,7 +468,7 @@ class TestHTTP:
         def unavailable(**kwargs):
             raise OperationalError("connection refused")
 
-        monkeypatch.setattr("pipelines.capture.events_ingest_for_token", unavailable)
+        monkeypatch.setattr("pipelines.events.capture.events_ingest_for_token", unavailable)
         response = post(client, "/e/", {"api_key": project.api_token, **event()})
         assert response.status_code == 503
         assert response["Retry-After"] == "5"
@@ -478,7 +478,7 @@ class TestHTTP:
         def broken(**kwargs):
             raise RuntimeError("boom")
 
-        monkeypatch.setattr("pipelines.capture.events_ingest_for_token", broken)
+        monkeypatch.setattr("pipelines.events.capture.events_ingest_for_token", broken)
         response = post(client, "/e/", {"api_key": project.api_token, **event()})
         assert response.status_code == 500
         assert response.json() == {
@@ -513,7 +513,7 @@ def test_deleting_a_project_deletes_its_events_and_their_uuids(client, project, 
     ],
 )
 def test_a_plain_event_is_read_as_parse_event_reads_it(raw):
-    from pipelines.capture import parse_event, parse_plain_event
+    from pipelines.events.capture import parse_event, parse_plain_event
 
     now = dt.datetime.now(dt.UTC)
     for fast in (False, True):
@@ -536,7 +536,7 @@ def test_a_plain_event_is_read_as_parse_event_reads_it(raw):
     ],
 )
 def test_any_other_event_is_left_to_parse_event(raw):
-    from pipelines.capture import parse_plain_event
+    from pipelines.events.capture import parse_plain_event
 
     assert parse_plain_event(raw) is None
 

@@ -14,7 +14,7 @@ import pytest
 import requests
 
 from organizations.services import project_rotate_api_token
-from pipelines.models import Event
+from pipelines.events.models import Event
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines.models import Event
+from pipelines.events.models import Event
 from pipelines.query import clickhouse
 from pipelines.query.nodes import parse_query
 from pipelines.query.runner import RUNNERS

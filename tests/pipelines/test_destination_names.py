@@ -8,12 +8,12 @@ import random
 import jsonschema
 import pytest
 
-from pipelines.destinations import DESTINATIONS, PREFIX_PATTERN, prefix_problem
-from pipelines.exporters import DestinationError, export_events
-from pipelines.exporters.base import ExportContext
-from pipelines.exporters.s3 import base_key
-from pipelines.models import BatchExport
-from pipelines.schema import config_schema
+from pipelines.batch_exports.destinations import DESTINATIONS, PREFIX_PATTERN, prefix_problem
+from pipelines.batch_exports.exporters import DestinationError, export_events
+from pipelines.batch_exports.exporters.base import ExportContext
+from pipelines.batch_exports.exporters.s3 import base_key
+from pipelines.batch_exports.models import BatchExport
+from pipelines.batch_exports.schema import config_schema
 from tests.pipelines.factories import BatchExportFactory
 from tests.pipelines.test_destination_schema import as_json_schema
 

@@ -3,8 +3,8 @@
 import jsonschema
 import pytest
 
-from pipelines.destinations import DESTINATIONS
-from pipelines.schema import config_schema
+from pipelines.batch_exports.destinations import DESTINATIONS
+from pipelines.batch_exports.schema import config_schema
 from tests.pipelines.test_batch_exports_api import BAD_CONFIGS, VALID_CONFIGS
 
 

@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import boto3
 import pytest
 
-from pipelines.models import BatchExport
+from pipelines.batch_exports.models import BatchExport
 from tests.pipelines.conftest import new_bucket
 from tests.pipelines.exporters.test_postgres import RejectingPostgres, scratch  # noqa: F401 - a fixture
 from tests.pipelines.exporters.test_warehouses import SNOWFLAKE, snowflake  # noqa: F401 - a fixture
@@ -432,7 +432,7 @@ def test_with_its_connector_snowflake_connects_and_leaves_writing_to_the_first_r
 def test_the_steps_run_outside_any_transaction(transactional_db, client, organization, project, monkeypatch):
     from django.db import connection
 
-    import pipelines.views
+    import pipelines.batch_exports.views
 
     seen = []
 
@@ -440,8 +440,8 @@ def test_the_steps_run_outside_any_transaction(transactional_db, client, organiz
         seen.append(connection.in_atomic_block)
         return original(destination_type, config)
 
-    original = pipelines.views.check_destination
-    monkeypatch.setattr(pipelines.views, "check_destination", check_destination)
+    original = pipelines.batch_exports.views.check_destination
+    monkeypatch.setattr(pipelines.batch_exports.views, "check_destination", check_destination)
     export = BatchExportFactory(project=project, destination_type="NoOp", destination_config={})
 
     unsaved = client.post(unsaved_url(organization), {"destination": {"type": "NoOp", "config": {}}}, format="json")

@@ -2,7 +2,7 @@
 
 import pytest
 
-from pipelines.destinations import config_errors
+from pipelines.batch_exports.destinations import config_errors
 from tests.pipelines.test_batch_exports_api import VALID_CONFIGS
 
 

@@ -1,4 +1,4 @@
-"""Storing events on PostgreSQL (`pipelines.services.events_ingest_for_token`, `events_ingest`): one prepared
+"""Storing events on PostgreSQL (`pipelines.events.services.events_ingest_for_token`, `events_ingest`): one prepared
 statement per batch, whose plain insert into the uuid ledger is tried first, and only when it meets a uuid the
 project already has, the same batch again with ON CONFLICT DO NOTHING.
 
@@ -13,8 +13,8 @@ import pytest
 from django.db import connection, transaction
 from django.utils import timezone
 
-from pipelines.models import Event, EventUUID, Person, PersonDistinctId
-from pipelines.services import NewEvent, events_ingest, events_ingest_for_token
+from pipelines.events.models import Event, EventUUID, Person, PersonDistinctId
+from pipelines.events.services import NewEvent, events_ingest, events_ingest_for_token
 from tests.organizations.factories import OrganizationFactory, ProjectFactory
 
 pytestmark = pytest.mark.requires_postgres

@@ -12,11 +12,12 @@ from django.db import connection
 from django.test import Client
 from django.utils import timezone
 
-from pipelines.models import BatchExport, BatchExportRun, Event
-from pipelines.partitions import events_ensure_partitions, months_of
-from pipelines.services import batch_export_run_retry
-from pipelines.temporal import activities
-from pipelines.temporal.activities import iterate_events, run_events, wait_for_ingests
+from pipelines.batch_exports.models import BatchExport, BatchExportRun
+from pipelines.batch_exports.services import batch_export_run_retry
+from pipelines.batch_exports.temporal import activities
+from pipelines.batch_exports.temporal.activities import iterate_events, run_events, wait_for_ingests
+from pipelines.events.models import Event
+from pipelines.events.partitions import events_ensure_partitions, months_of
 from tests.workspace.factories import UserFactory
 
 HOUR = dt.timedelta(hours=1)

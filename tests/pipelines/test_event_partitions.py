@@ -14,9 +14,9 @@ from django.core.management import call_command
 from django.db import DatabaseError, connection
 from django.utils import timezone
 
-from pipelines import partitions
-from pipelines.models import Event
-from pipelines.partitions import (
+from pipelines.events import partitions
+from pipelines.events.models import Event
+from pipelines.events.partitions import (
     DEFAULT_PARTITION,
     add_months,
     events_ensure_partitions,
@@ -24,7 +24,7 @@ from pipelines.partitions import (
     month_of,
     partition_name,
 )
-from pipelines.services import NewEvent, events_ingest, events_ingest_for_token
+from pipelines.events.services import NewEvent, events_ingest, events_ingest_for_token
 from tests.concurrency.parallel import Call, fire, histogram
 from tests.organizations.factories import OrganizationFactory, ProjectFactory
 
@@ -127,7 +127,7 @@ def test_a_partition_that_cannot_be_made_leaves_the_events_in_the_default_one(
 
     monkeypatch.setattr(partitions, "_create_partition", failing)
     event = new_event(middle_of(add_months(THIS_MONTH, -8)))
-    with caplog.at_level(logging.WARNING, logger="pipelines.partitions"):
+    with caplog.at_level(logging.WARNING, logger="pipelines.events.partitions"):
         assert events_ingest(project_id=project.pk, events=[event]) == 1
     assert partition_holding(event.uuid) == DEFAULT_PARTITION
     assert "default partition" in caplog.text

@@ -6,8 +6,8 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from pipelines.admin import CappedCountPaginator, EventAdmin
-from pipelines.models import Event
+from pipelines.events.admin import CappedCountPaginator, EventAdmin
+from pipelines.events.models import Event
 from tests.pipelines.factories import EventFactory
 from tests.workspace.factories import UserFactory
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from pipelines.models import Person
+from pipelines.events.models import Person
 from tests.pipelines.factories import PersonFactory
 
 T0 = dt.datetime(2026, 11, 10, 12, 0, tzinfo=dt.UTC)

@@ -9,9 +9,9 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from pipelines.models import Event, Person, PersonDistinctId
-from pipelines.persons import Fold, persons_ingest
-from pipelines.services import NewEvent
+from pipelines.events.models import Event, Person, PersonDistinctId
+from pipelines.events.persons import Fold, persons_ingest
+from pipelines.events.services import NewEvent
 from tests.concurrency.parallel import PARALLEL, Call, assert_no_server_errors, fire, report
 
 

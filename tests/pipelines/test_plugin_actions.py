@@ -4,7 +4,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from pipelines.models import Plugin, PluginSourceFile
+from pipelines.plugins.models import Plugin, PluginSourceFile
 from tests.organizations.factories import ProjectFactory
 from tests.pipelines.factories import PluginConfigFactory, PluginFactory, PluginSourceFileFactory
 from workspace.models import ActivityLog

@@ -1,6 +1,6 @@
 import pytest
 
-from pipelines.models import Plugin
+from pipelines.plugins.models import Plugin
 from tests.pipelines.factories import PluginFactory
 from workspace.models import ActivityLog
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from pipelines.models import BatchExport, BatchExportBackfill
+from pipelines.batch_exports.models import BatchExport, BatchExportBackfill
 from tests.organizations.factories import ProjectFactory
 from tests.pipelines.factories import BatchExportFactory, BatchExportRunFactory
 from tests.reference_schema import requires_reference, validate

@@ -7,7 +7,8 @@ like PATCH does, and a full body read from GET keeps them.
 
 import pytest
 
-from pipelines.models import BatchExport, Plugin
+from pipelines.batch_exports.models import BatchExport
+from pipelines.plugins.models import Plugin
 from tests.pipelines.factories import BatchExportFactory, PluginFactory
 from workspace.models import ActivityLog
 

@@ -5,7 +5,7 @@ import datetime as dt
 import pytest
 from django.utils import timezone
 
-from pipelines.models import BatchExportRun, BatchExportRunLog
+from pipelines.batch_exports.models import BatchExportRun, BatchExportRunLog
 from tests.organizations.factories import ProjectFactory
 from tests.pipelines.factories import BatchExportFactory, BatchExportRunFactory, BatchExportRunLogFactory
 from tests.reference_schema import requires_reference, validate

@@ -1,6 +1,6 @@
-"""Destination secrets are encrypted at rest (pipelines.secrets): not in the row as the database holds it, nor in a
-dump of the database, nor in any answer, activity entry or admin page; readable again after a key rotation, and
-encrypted (and decrypted back) by the migration that introduced them."""
+"""Destination secrets are encrypted at rest (pipelines.batch_exports.secrets): not in the row as the database holds
+it, nor in a dump of the database, nor in any answer, activity entry or admin page; readable again after a key
+rotation, and encrypted (and decrypted back) by the migration that introduced them."""
 
 import glob
 import io
@@ -18,9 +18,9 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from django.test import Client
 
-from pipelines.admin import SECRET_PLACEHOLDER
-from pipelines.models import BatchExport
-from pipelines.secrets import derived_key
+from pipelines.batch_exports.admin import SECRET_PLACEHOLDER
+from pipelines.batch_exports.models import BatchExport
+from pipelines.batch_exports.secrets import derived_key
 from tests.pipelines.factories import BatchExportFactory
 from tests.workspace.admin_pages import change_form_data, change_url, changelist_url
 from tests.workspace.factories import UserFactory

@@ -12,7 +12,7 @@ from django.utils import timezone
 from apikeys.services import api_key_create
 from dashboards.services import sharing_configuration_get_or_create
 from organizations.models import Membership
-from pipelines.models import Event
+from pipelines.events.models import Event
 from tests.dashboards.factories import DashboardCollaboratorFactory, DashboardFactory, DashboardTileFactory
 from tests.organizations.factories import (
     DomainFactory,

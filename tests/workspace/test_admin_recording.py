@@ -13,7 +13,8 @@ from apikeys.models import PersonalAPIKey
 from apikeys.services import api_key_create
 from dashboards.models import Dashboard
 from organizations.models import Domain, Invite, Membership, Project
-from pipelines.models import BatchExport, BatchExportBackfill, Plugin
+from pipelines.batch_exports.models import BatchExport, BatchExportBackfill
+from pipelines.plugins.models import Plugin
 from tests.dashboards.factories import DashboardFactory, DashboardTileFactory, SharingConfigurationFactory
 from tests.organizations.dns_server import LocalDNSServer
 from tests.organizations.factories import DomainFactory, InviteFactory, MembershipFactory

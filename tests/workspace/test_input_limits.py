@@ -9,7 +9,8 @@ import json
 import pytest
 
 from dashboards.models import Dashboard
-from pipelines.models import BatchExport, Plugin
+from pipelines.batch_exports.models import BatchExport
+from pipelines.plugins.models import Plugin
 from tests.apikeys.test_scope_matrix import ROUTES, route_id
 from tests.dashboards.factories import DashboardFactory
 from tests.pipelines.factories import PluginFactory

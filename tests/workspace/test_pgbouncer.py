@@ -23,7 +23,7 @@ import pytest
 from django.db import connection
 
 from dashboards.models import Dashboard
-from pipelines.models import Event
+from pipelines.events.models import Event
 from tests import live
 from workspace.db import prepared_cursor
 

@@ -5,7 +5,7 @@ import signal
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from pipelines.temporal.worker import SYNC_EVERY_SECONDS, run_worker
+from pipelines.batch_exports.temporal.worker import SYNC_EVERY_SECONDS, run_worker
 
 
 class Command(BaseCommand):

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from pipelines.partitions import events_ensure_partitions_ahead, is_partitioned, partition_name
+from pipelines.events.partitions import events_ensure_partitions_ahead, is_partitioned, partition_name
 
 
 class Command(BaseCommand):

@@ -2,8 +2,8 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import models, transaction
 from django.db.models.functions import Cast
 
-from pipelines.models import BatchExport
-from pipelines.secrets import reseal_secrets
+from pipelines.batch_exports.models import BatchExport
+from pipelines.batch_exports.secrets import reseal_secrets
 
 
 class Command(BaseCommand):

@@ -3,8 +3,8 @@ import asyncio
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from pipelines.temporal.client import TemporalUnavailable, connect
-from pipelines.temporal.worker import reconcile
+from pipelines.batch_exports.temporal.client import TemporalUnavailable, connect
+from pipelines.batch_exports.temporal.worker import reconcile
 
 
 class Command(BaseCommand):

@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 import pytest
 from django.core.exceptions import ValidationError
 
-from pipelines.exporters import Column, QueryError, compile_query, select_columns
-from pipelines.models import BatchExport
+from pipelines.batch_exports.exporters import Column, QueryError, compile_query, select_columns
+from pipelines.batch_exports.models import BatchExport
 from tests.pipelines.factories import BatchExportFactory
 
 REFUSED = [

@@ -7,9 +7,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from pipelines.exporters import DestinationError
-from pipelines.exporters import http as http_exporter
-from pipelines.models import Event
+from pipelines.batch_exports.exporters import DestinationError
+from pipelines.batch_exports.exporters import http as http_exporter
+from pipelines.events.models import Event
 from tests.pipelines.exporters.conftest import make_events
 
 

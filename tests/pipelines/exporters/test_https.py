@@ -11,7 +11,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from pipelines.exporters import DestinationError
+from pipelines.batch_exports.exporters import DestinationError
 from tests.pipelines.exporters.conftest import make_events
 
 

@@ -1,4 +1,4 @@
-from pipelines.exporters import DestinationError, ExportResult
+from pipelines.batch_exports.exporters import DestinationError, ExportResult
 from tests.pipelines.exporters.conftest import make_events
 
 

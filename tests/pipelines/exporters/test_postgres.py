@@ -10,7 +10,7 @@ import psycopg
 import pytest
 from django.db import connection
 
-from pipelines.exporters import DestinationError
+from pipelines.batch_exports.exporters import DestinationError
 from tests.pipelines.exporters.conftest import INTERVAL_START, make_events
 
 

@@ -8,8 +8,8 @@ import brotli
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines.exporters import DestinationError
-from pipelines.exporters import s3 as s3_exporter
+from pipelines.batch_exports.exporters import DestinationError
+from pipelines.batch_exports.exporters import s3 as s3_exporter
 from tests.live import free_port
 from tests.pipelines.conftest import new_bucket
 from tests.pipelines.exporters.conftest import make_events

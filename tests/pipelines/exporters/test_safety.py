@@ -5,9 +5,9 @@ import sys
 
 import pytest
 
-from pipelines.exporters import DestinationError
-from pipelines.exporters.base import scrub
-from pipelines.exporters.safety import resolve_destination_host
+from pipelines.batch_exports.exporters import DestinationError
+from pipelines.batch_exports.exporters.base import scrub
+from pipelines.batch_exports.exporters.safety import resolve_destination_host
 from tests.pipelines.exporters.conftest import make_events
 
 POSTGRES = {"port": 5432, "database": "d", "user": "u", "password": "pg-pass-123", "schema": "s", "table_name": "t"}
@@ -104,7 +104,7 @@ def test_scrub_removes_known_secrets_and_credential_shapes():
 
 
 def test_an_unexpected_exception_is_reported_without_secrets(run, monkeypatch):
-    from pipelines.exporters import noop
+    from pipelines.batch_exports.exporters import noop
 
     def explode(context, events):
         raise RuntimeError(f"client blew up with {context.config['token']}")

@@ -9,7 +9,7 @@ import types
 
 import pytest
 
-from pipelines.exporters import DestinationError
+from pipelines.batch_exports.exporters import DestinationError
 from tests.pipelines.exporters.conftest import make_events
 
 SNOWFLAKE = {

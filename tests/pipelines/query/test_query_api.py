@@ -11,9 +11,9 @@ import sqlglot
 from django.db import DatabaseError, connection
 from rest_framework.test import APIClient
 
+from pipelines.events.services import NewEvent, events_ingest
 from pipelines.query import sql
 from pipelines.query.runner import run_query
-from pipelines.services import NewEvent, events_ingest
 from tests.pipelines.query.conftest import NOW, add_event, hogql, query_url, trends
 from workspace.api import throttling
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
-from pipelines.models import BatchExportRun
+from pipelines.batch_exports.models import BatchExportRun
 from tests.live import free_port
 
 STARTUP_SECONDS = 30
@@ -116,8 +116,8 @@ class WorkerThread(threading.Thread):
             self.ready.set()
 
     async def main(self):
-        from pipelines.temporal.client import connect
-        from pipelines.temporal.worker import build_worker
+        from pipelines.batch_exports.temporal.client import connect
+        from pipelines.batch_exports.temporal.worker import build_worker
 
         self.loop = asyncio.get_running_loop()
         self.stopping = asyncio.Event()
@@ -162,8 +162,8 @@ def temporal(temporal_server, temporal_worker, transactional_db, settings):
         .values_list("workflow_id", flat=True)
     )
     if unfinished:
-        from pipelines.temporal.client import call
-        from pipelines.temporal.operations import cancel_workflow
+        from pipelines.batch_exports.temporal.client import call
+        from pipelines.batch_exports.temporal.operations import cancel_workflow
 
         for workflow_id in unfinished:
             call(lambda client, workflow_id=workflow_id: cancel_workflow(client, workflow_id))

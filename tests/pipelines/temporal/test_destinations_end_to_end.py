@@ -12,8 +12,9 @@ import pyarrow.parquet as pq
 import pytest
 from django.utils import timezone
 
-from pipelines.models import BatchExportRunLog, Event
-from pipelines.temporal.inputs import interval_end
+from pipelines.batch_exports.models import BatchExportRunLog
+from pipelines.batch_exports.temporal.inputs import interval_end
+from pipelines.events.models import Event
 from tests.pipelines.conftest import new_bucket
 from tests.pipelines.temporal.test_orchestration import (
     HOUR,

@@ -16,8 +16,8 @@ from django.core import mail
 from django.utils import timezone
 
 from organizations.models import Membership
-from pipelines.models import BatchExport, BatchExportNotification
-from pipelines.temporal.inputs import interval_end
+from pipelines.batch_exports.models import BatchExport, BatchExportNotification
+from pipelines.batch_exports.temporal.inputs import interval_end
 from tests.conftest import persona
 from tests.pipelines.temporal.conftest import wait_until
 from tests.pipelines.temporal.test_orchestration import (

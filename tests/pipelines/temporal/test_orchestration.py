@@ -15,11 +15,12 @@ from django.utils import timezone
 from temporalio.client import WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
-from pipelines.models import BatchExport, BatchExportBackfill, BatchExportRun, BatchExportRunLog, Event
-from pipelines.temporal import activities
-from pipelines.temporal.client import call
-from pipelines.temporal.inputs import interval_end
-from pipelines.temporal.schedules import DesiredSchedule, upsert_schedule
+from pipelines.batch_exports.models import BatchExport, BatchExportBackfill, BatchExportRun, BatchExportRunLog
+from pipelines.batch_exports.temporal import activities
+from pipelines.batch_exports.temporal.client import call
+from pipelines.batch_exports.temporal.inputs import interval_end
+from pipelines.batch_exports.temporal.schedules import DesiredSchedule, upsert_schedule
+from pipelines.events.models import Event
 from tests.pipelines.temporal.conftest import wait_until
 from tests.workspace.factories import UserFactory
 

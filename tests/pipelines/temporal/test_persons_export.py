@@ -8,8 +8,8 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from pipelines.models import Person
-from pipelines.temporal.inputs import interval_end
+from pipelines.batch_exports.temporal.inputs import interval_end
+from pipelines.events.models import Person
 from tests.pipelines.temporal.test_orchestration import create_export, export_url, finished, run_finished
 
 HOUR = dt.timedelta(hours=1)
@@ -22,7 +22,7 @@ def capture(project, events: list[dict]) -> None:
 
 
 def backfill(client, project, export, start, end):
-    from pipelines.models import BatchExportBackfill
+    from pipelines.batch_exports.models import BatchExportBackfill
 
     response = client.post(
         f"{export_url(project, export.pk)}backfills/",

@@ -1,0 +1,55 @@
+import uuid
+
+from django.http import Http404
+
+from organizations.tenancy import ProjectScopedViewSet
+from pipelines.events.filters import EventFilterSet, PersonFilterSet
+from pipelines.events.models import Event, Person
+from pipelines.events.serializers import EventSerializer, PersonSerializer
+from workspace.api.pagination import UncountedLimitOffsetPagination
+from workspace.api.viewsets import ListMixin, RetrieveMixin
+
+
+class EventViewSet(ProjectScopedViewSet, ListMixin):
+    """A project's events, newest first. The list is not counted (`count` is null; `next` says whether more
+    follow), since a project may hold millions of events."""
+
+    # /api/projects/{project_id}/events/
+    scope_object = "query"
+    serializer_class = EventSerializer
+    filterset_class = EventFilterSet
+    pagination_class = UncountedLimitOffsetPagination
+    queryset = Event.objects.none()
+
+    def get_queryset(self):
+        return self.project.events.order_by(*Event.NEWEST_FIRST)
+
+
+class PersonViewSet(ProjectScopedViewSet, ListMixin, RetrieveMixin):
+    """A project's persons, newest first; one is found by its number or its uuid, as the reference finds it."""
+
+    # /api/projects/{project_id}/persons/
+    scope_object = "person"
+    serializer_class = PersonSerializer
+    filterset_class = PersonFilterSet
+    queryset = Person.objects.none()
+    lookup_value_regex = "[^/]+"
+
+    def get_queryset(self):
+        return self.project.persons.order_by(*Person.NEWEST_FIRST)
+
+    def initial(self, request, *args, **kwargs):
+        # A number is the person's id, anything else its uuid: this request's lookup (a viewset serves one request),
+        # decided before anything reads the object, OPTIONS's existence check included.
+        value = kwargs.get(self.lookup_url_kwarg or self.lookup_field)
+        if value is not None and not (value.isascii() and value.isdigit() and len(value) < 19):
+            self.lookup_url_kwarg, self.lookup_field = self.lookup_url_kwarg or self.lookup_field, "uuid"
+        super().initial(request, *args, **kwargs)
+
+    def lookup_value(self, value: str):
+        if self.lookup_field != "uuid":
+            return value
+        try:
+            return uuid.UUID(value)
+        except ValueError:
+            raise Http404 from None

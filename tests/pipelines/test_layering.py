@@ -1,0 +1,78 @@
+"""The rooms of `pipelines/` import downward only (docs/architecture.md, "Inside pipelines").
+
+events ← query ← batch_exports; plugins stands alone; the app's top level (apps, urls, models, admin, management
+commands, the demo) is wiring that may import any room, and no room imports the wiring or dashboards.
+"""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PIPELINES = Path(__file__).resolve().parents[2] / "pipelines"
+ROOMS = ("events", "query", "batch_exports", "plugins")
+# What each room may import of pipelines, besides itself.
+ALLOWED = {
+    "events": set(),
+    "query": {"events"},
+    "batch_exports": {"events", "query"},
+    "plugins": set(),
+}
+
+
+def imported_modules(path: Path) -> list[tuple[int, str]]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.append((node.lineno, node.module))
+            if node.module == "pipelines":  # `from pipelines import events` names a room too
+                found += [(node.lineno, f"pipelines.{alias.name}") for alias in node.names]
+    return found
+
+
+def violations(room: str, root: Path = PIPELINES) -> list[str]:
+    problems = []
+    for path in sorted((root / room).rglob("*.py")):
+        where = path.relative_to(root)
+        for line, module in imported_modules(path):
+            parts = module.split(".")
+            if parts[0] == "dashboards":
+                problems.append(f"{where}:{line} imports {module}: pipelines never imports dashboards")
+            if parts[0] != "pipelines" or len(parts) < 2 or parts[1] == room:
+                continue
+            if parts[1] not in ROOMS:
+                problems.append(f"{where}:{line} imports the app's wiring ({module})")
+            elif parts[1] not in ALLOWED[room]:
+                problems.append(f"{where}:{line} imports {module}: {room} may not use {parts[1]}")
+    return problems
+
+
+@pytest.mark.parametrize("room", ROOMS)
+def test_each_room_imports_downward_only(room):
+    assert (PIPELINES / room / "__init__.py").exists()
+    assert violations(room) == []
+
+
+def test_the_rule_catches_an_upward_import(tmp_path):
+    """The check itself: an import from events into batch exports or into the wiring, or from plugins into another
+    room or dashboards, is reported; query reading events is not."""
+    for room in ROOMS:
+        (tmp_path / room).mkdir()
+        (tmp_path / room / "__init__.py").write_text("")
+    (tmp_path / "events" / "bad.py").write_text(
+        "from pipelines.batch_exports.models import BatchExport\nfrom pipelines.models import Event\n"
+    )
+    (tmp_path / "query" / "fine.py").write_text("from pipelines.events.models import Event\n")
+    (tmp_path / "plugins" / "bad.py").write_text("from pipelines import query\nimport dashboards.models\n")
+    assert violations("query", tmp_path) == []
+    assert len(violations("events", tmp_path)) == 2
+    assert len(violations("plugins", tmp_path)) == 2
+
+
+def test_the_top_level_is_wiring():
+    """Beside the rooms only wiring is left: apps, urls, the models and admin modules Django loads, the demo."""
+    wiring = {"__init__.py", "apps.py", "models.py", "admin.py", "urls.py", "project_urls.py", "capture_urls.py"}
+    assert {path.name for path in PIPELINES.glob("*.py")} <= wiring | {"demo.py"}
