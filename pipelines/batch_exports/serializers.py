@@ -8,7 +8,9 @@ from rest_framework.exceptions import ErrorDetail
 
 from pipelines.batch_exports.destination_checks import FAILED, PASSED, SKIPPED, STEP_NAMES
 from pipelines.batch_exports.destinations import URL_PATTERN, config_errors, public_config
+from pipelines.batch_exports.exporters.base import DestinationError
 from pipelines.batch_exports.exporters.query import QueryError, validate_query
+from pipelines.batch_exports.exporters.safety import check_destination_url
 from pipelines.batch_exports.models import BatchExport, BatchExportBackfill, BatchExportRun, BatchExportRunLog
 from workspace.api.fields import StrictBooleanField, StrictCharField
 from workspace.api.serializers import ModelSerializer
@@ -96,10 +98,18 @@ class BatchExportNotificationsSerializer(serializers.Serializer):
         ref_name = "BatchExportNotifications"
 
     def validate_webhook_url(self, value: str | None) -> str | None:
-        # Whether its host may be reached is decided at each delivery, as for destinations
-        # (pipelines.batch_exports.notifications).
+        """An http(s) URL whose host is not the service's own network: refused now when it resolves to a loopback,
+        private or metadata address (unless private destinations are allowed), and checked again at each delivery
+        (pipelines.batch_exports.notifications), since what a name resolves to can change. A name that does not
+        resolve now is kept: DNS may be down, and the delivery decides."""
         if value and not URL_PATTERN.match(value):
             raise serializers.ValidationError("Enter an http or https URL with a host.", code="invalid")
+        if value:
+            try:
+                check_destination_url(value, what="webhook url")
+            except DestinationError as error:
+                if not error.retryable:
+                    raise serializers.ValidationError(error.message, code="refused_address") from None
         return value or None
 
 
