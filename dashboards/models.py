@@ -1,8 +1,10 @@
+import re
 import secrets
 import string
 import uuid
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Exists, OuterRef, Q
@@ -308,3 +310,65 @@ class SharingPassword(models.Model):
 
     def __str__(self) -> str:
         return self.note or f"Password {self.pk}"
+
+
+# The sites that may frame embeds: `scheme://host[:port]`, http or https, nothing after (no path, query or wildcard),
+# so that an origin goes into the frame-ancestors directive as it is.
+MAX_ALLOWED_ORIGINS = 20
+ORIGIN = re.compile(
+    r"^https?://(\[[0-9a-f:.]+\]|[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*)"
+    r"(:(6553[0-5]|655[0-2]\d|65[0-4]\d\d|6[0-4]\d{3}|[1-5]\d{4}|[1-9]\d{0,3}))?$"
+)
+
+
+def normalized_origins(origins) -> list[str]:
+    """The allowed origins of an embed secret, lower-cased and de-duplicated in order; ValidationError naming the first
+    that is no origin."""
+    if not isinstance(origins, list) or not all(isinstance(origin, str) for origin in origins):
+        raise ValidationError("A list of origins such as https://example.com is required.")
+    if len(origins) > MAX_ALLOWED_ORIGINS:
+        raise ValidationError(f"At most {MAX_ALLOWED_ORIGINS} origins.")
+    normalized = []
+    for origin in origins:
+        value = origin.strip().lower()
+        if not ORIGIN.fullmatch(value):
+            raise ValidationError(
+                f"Not an origin: {origin[:100]!r}. Use scheme://host[:port] (http or https), with no path, e.g. "
+                "https://app.example.com."
+            )
+        if value not in normalized:
+            normalized.append(value)
+    return normalized
+
+
+def validate_allowed_origins(origins) -> None:
+    normalized_origins(origins)
+
+
+def new_embed_kid() -> str:
+    """An embed secret's public name, the `kid` of the tokens it signs: `ek_` and 16 random letters and digits."""
+    return "ek_" + "".join(secrets.choice(SHORT_ID_ALPHABET) for _ in range(16))
+
+
+class EmbedSecret(models.Model):
+    """A key a customer's server signs embed tokens with (HS256, header `kid`), for pages of this project's dashboards
+    and insights at `/embed/<token>` (dashboards.embeds). The secret is kept encrypted (workspace.secrets), since
+    verifying a signature needs it; it is shown once, when made or rotated. `allowed_origins` are the sites that may
+    frame the pages (`Content-Security-Policy: frame-ancestors`); none, no site."""
+
+    project = models.ForeignKey("organizations.Project", on_delete=models.CASCADE, related_name="embed_secrets")
+    name = models.CharField(max_length=200)
+    kid = models.CharField(max_length=32, unique=True, default=new_embed_kid, editable=False)
+    secret_encrypted = models.TextField(editable=False)
+    allowed_origins = models.JSONField(default=list, blank=True, validators=[validate_allowed_origins])
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    rotated_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+
+    def __str__(self) -> str:
+        return self.name or self.kid

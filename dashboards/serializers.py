@@ -1,3 +1,4 @@
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import models
 from django.db.models import Prefetch
 from drf_spectacular.utils import extend_schema_field
@@ -5,16 +6,19 @@ from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail
 
 from dashboards.models import (
+    MAX_ALLOWED_ORIGINS,
     MAX_TAGS_PER_DASHBOARD,
     MAX_TEXT_BODY,
     Dashboard,
     DashboardCollaborator,
     DashboardTile,
+    EmbedSecret,
     Insight,
     RestrictionLevel,
     SharingConfiguration,
     SharingPassword,
     Text,
+    normalized_origins,
 )
 from dashboards.permissions import can_edit
 from dashboards.results import CACHE_ONLY, RESULT_FIELDS, insight_result
@@ -648,3 +652,37 @@ class SharingConfigurationSerializer(ModelSerializer):
             "share_passwords",
         ]
         read_only_fields = ["created_at", "access_token", "share_passwords"]
+
+
+class EmbedSecretSerializer(ModelSerializer):
+    """An embed secret as listed: its `kid` (the header of the tokens it signs) and the sites that may frame its
+    pages; never the secret itself, which is shown once."""
+
+    created_by = UserBasicSerializer(read_only=True, allow_null=True)
+    allowed_origins = serializers.ListField(
+        child=StrictCharField(max_length=300),
+        max_length=MAX_ALLOWED_ORIGINS,
+        required=False,
+        help_text="Sites that may frame the embedded pages, as scheme://host[:port]; none: no site may.",
+    )
+
+    class Meta:
+        model = EmbedSecret
+        fields = ["id", "kid", "name", "allowed_origins", "created_at", "created_by", "rotated_at"]
+        read_only_fields = ["id", "kid", "created_at", "created_by", "rotated_at"]
+
+    def validate_allowed_origins(self, value: list[str]) -> list[str]:
+        try:
+            return normalized_origins(value)
+        except DjangoValidationError as error:
+            raise serializers.ValidationError(error.messages[0]) from None
+
+
+class NewEmbedSecretResponseSerializer(EmbedSecretSerializer):
+    """An embed secret as its creation or rotation answers it: the secret itself, this once."""
+
+    secret = serializers.CharField(read_only=True, help_text="The HS256 key; shown only in this answer.")
+
+    class Meta(EmbedSecretSerializer.Meta):
+        fields = [*EmbedSecretSerializer.Meta.fields, "secret"]
+        read_only_fields = fields

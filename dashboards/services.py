@@ -17,6 +17,7 @@ from dashboards.models import (
     DashboardCollaborator,
     DashboardTag,
     DashboardTile,
+    EmbedSecret,
     Insight,
     InsightTag,
     SharingConfiguration,
@@ -24,8 +25,10 @@ from dashboards.models import (
     Text,
     new_access_token,
     new_short_id,
+    normalized_origins,
 )
 from organizations.models import Project
+from workspace.secrets import decrypt, encrypt
 from workspace.services import full_clean_changed
 
 # Attempts at a fresh short id when a new insight's collides with another of its project (about 1 in 10^14 each).
@@ -561,3 +564,67 @@ def sharing_configuration_refresh(*, actor, configuration: SharingConfiguration)
     configuration.access_token = new_access_token()
     configuration.save(update_fields=["access_token"])
     return configuration
+
+
+# Embed secrets --------------------------------------------------------------------------------------------------
+
+
+def new_embed_secret() -> str:
+    """An embed secret: `es_` and 256 random bits, URL-safe base64; the HMAC key of the tokens it signs."""
+    return "es_" + secrets.token_urlsafe(32)
+
+
+def embed_secret_value(secret: EmbedSecret) -> str:
+    """The secret itself, decrypted: what a token's signature is checked with."""
+    return decrypt(secret.secret_encrypted.encode()).decode()
+
+
+@transaction.atomic
+def embed_secret_create(
+    *, actor, project: Project, name: str, allowed_origins: list[str] | None = None
+) -> tuple[EmbedSecret, str]:
+    """A new embed secret of the project; returns it with the secret itself, shown only now."""
+    raw_secret = new_embed_secret()
+    secret = EmbedSecret(
+        project=project,
+        name=name,
+        allowed_origins=_origins(allowed_origins or []),
+        secret_encrypted=encrypt(raw_secret.encode()).decode(),
+        created_by=actor,
+    )
+    secret.full_clean()
+    secret.save()
+    return secret, raw_secret
+
+
+def embed_secret_update(*, actor, secret: EmbedSecret, **changes) -> EmbedSecret:
+    """Rename a secret or change the sites that may frame its pages (at once, for every token it signed)."""
+    if "allowed_origins" in changes:
+        changes["allowed_origins"] = _origins(changes["allowed_origins"])
+    for name, value in changes.items():
+        setattr(secret, name, value)
+    full_clean_changed(secret, changes)
+    secret.save(update_fields=list(changes))
+    return secret
+
+
+def embed_secret_rotate(*, actor, secret: EmbedSecret) -> tuple[EmbedSecret, str]:
+    """Replace the secret (its `kid` stays): every token signed with the old one is refused from now on. Returns the
+    new one, shown only now."""
+    raw_secret = new_embed_secret()
+    secret.secret_encrypted = encrypt(raw_secret.encode()).decode()
+    secret.rotated_at = timezone.now()
+    secret.save(update_fields=["secret_encrypted", "rotated_at"])
+    return secret, raw_secret
+
+
+def embed_secret_delete(*, actor, secret: EmbedSecret) -> None:
+    """Delete the secret: every token it signed is refused from now on."""
+    secret.delete()
+
+
+def _origins(origins) -> list[str]:
+    try:
+        return normalized_origins(origins)
+    except ValidationError as error:
+        raise ValidationError({"allowed_origins": error.messages}) from None

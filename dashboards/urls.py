@@ -6,6 +6,7 @@ from dashboards.views import (
     DashboardCollaboratorViewSet,
     DashboardSharingViewSet,
     DashboardViewSet,
+    EmbedSecretViewSet,
     InsightViewSet,
     SharingPasswordViewSet,
 )
@@ -20,6 +21,8 @@ router.register(
     basename="project-dashboard-collaborators",
 )
 router.register("insights", InsightViewSet, basename="project-insights")
+# /api/projects/{project_id}/embed_secrets/[{id}/[rotate/]]
+router.register("embed_secrets", EmbedSecretViewSet, basename="project-embed-secrets")
 # /api/projects/{project_id}/dashboards/{dashboard_id}/sharing/passwords/[{id}/]
 router.register(
     r"dashboards/(?P<dashboard_id>[^/.]+)/sharing/passwords",

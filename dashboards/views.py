@@ -8,7 +8,7 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from dashboards.filters import DashboardFilterSet, InsightFilterSet
-from dashboards.models import Dashboard, Insight, SharingConfiguration, SharingPassword
+from dashboards.models import Dashboard, EmbedSecret, Insight, SharingConfiguration, SharingPassword
 from dashboards.permissions import (
     CanEditDashboard,
     CanEditInsight,
@@ -27,8 +27,10 @@ from dashboards.serializers import (
     DashboardSerializer,
     DashboardVersionSerializer,
     DryRunSerializer,
+    EmbedSecretSerializer,
     InsightSerializer,
     MoveTileSerializer,
+    NewEmbedSecretResponseSerializer,
     NewSharingPasswordResponseSerializer,
     NewSharingPasswordSerializer,
     RefreshSerializer,
@@ -47,6 +49,10 @@ from dashboards.services import (
     dashboard_reorder_tiles,
     dashboard_restore,
     dashboard_update,
+    embed_secret_create,
+    embed_secret_delete,
+    embed_secret_rotate,
+    embed_secret_update,
     insight_create,
     insight_lock_dashboards,
     insight_update,
@@ -562,3 +568,73 @@ class InsightViewSet(
 
     def update_object(self, instance, changes):
         return insight_update(actor=self.request.user, insight=instance, **changes)
+
+
+EMBED_SECRET_ID = OpenApiParameter("id", OpenApiTypes.INT, OpenApiParameter.PATH, description="The embed secret's id.")
+
+
+@extend_schema_view(
+    list=extend_schema(parameters=[PROJECT_ID], summary="The project's embed secrets, without the secrets"),
+    create=extend_schema(
+        parameters=[PROJECT_ID],
+        responses={201: NewEmbedSecretResponseSerializer},
+        summary="A secret that signs embed tokens, shown once in this answer",
+    ),
+    retrieve=extend_schema(parameters=[PROJECT_ID, EMBED_SECRET_ID]),
+    update=extend_schema(parameters=[PROJECT_ID, EMBED_SECRET_ID]),
+    partial_update=extend_schema(
+        parameters=[PROJECT_ID, EMBED_SECRET_ID],
+        summary="Rename a secret or change the sites that may frame its pages",
+    ),
+    destroy=extend_schema(
+        parameters=[PROJECT_ID, EMBED_SECRET_ID], summary="Delete a secret: every token it signed is refused at once"
+    ),
+)
+class EmbedSecretViewSet(ProjectScopedViewSet, ListMixin, CreateMixin, RetrieveMixin, UpdateMixin, DestroyMixin):
+    # /api/projects/{project_id}/embed_secrets/[{id}/[rotate/]]: the keys customers' servers sign /embed/ tokens with
+    scope_object = "sharing_configuration"
+    queryset = EmbedSecret.objects.none()
+    serializer_class = EmbedSecretSerializer
+    # A secret opens the project's dashboards to whoever its holder signs a token for: project admins only.
+    required_level = dict.fromkeys(
+        ("list", "retrieve", "create", "update", "partial_update", "destroy", "rotate"), Membership.Level.ADMIN
+    )
+
+    def get_queryset(self):
+        return self.project.embed_secrets.order_by("created_at", "id")
+
+    def activity_state(self, instance, representation: dict) -> dict:
+        # The log keeps a digest of the secret: a rotation reads as a change without revealing either secret.
+        return {**representation, "secret": secret_mask(instance.secret_encrypted)}
+
+    def etag_state(self, representation: dict) -> dict:
+        return {name: value for name, value in representation.items() if name != "secret"}
+
+    def create(self, request, *args, **kwargs):
+        serializer = self.get_serializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        self.check_input_permissions(serializer.validated_data)
+        secret, raw_secret = embed_secret_create(actor=request.user, project=self.project, **serializer.validated_data)
+        data = {**self.record_created(secret), "secret": raw_secret}
+        return self.object_response(data=data, status_code=status.HTTP_201_CREATED)
+
+    def update_object(self, instance, changes):
+        return embed_secret_update(actor=self.request.user, secret=instance, **changes)
+
+    def destroy_object(self, instance):
+        embed_secret_delete(actor=self.request.user, secret=instance)
+
+    @extend_schema(parameters=[PROJECT_ID, EMBED_SECRET_ID], request=None, responses=NewEmbedSecretResponseSerializer)
+    @action(detail=True, methods=["post"], required_scopes=["sharing_configuration:write"])
+    def rotate(self, request, *args, **kwargs):
+        """Replace the secret, shown once in this answer; its `kid` stays. Tokens signed with the old one are refused
+        from now on."""
+        shown = {}
+
+        def rotate(secret: EmbedSecret) -> EmbedSecret:
+            secret, shown["secret"] = embed_secret_rotate(actor=request.user, secret=secret)
+            return secret
+
+        response = self.write_object(self.get_object(), rotate, activity="rotated")
+        response.data = {**response.data, "secret": shown["secret"]}
+        return response

@@ -3,6 +3,7 @@ import uuid
 from django.contrib.auth.hashers import make_password
 
 from dashboards.models import SharingPassword
+from dashboards.services import embed_secret_create
 from dashboards.template_library import bundled_templates
 from organizations.models import Membership
 from tests.dashboards.factories import (
@@ -25,6 +26,7 @@ INSIGHT_TILE_ID = 900_004  # the dashboard's second tile
 NEW_COLLABORATOR_UUID = uuid.UUID("5b1f0c2e-0000-4000-8000-000000000001")
 VERSION_UUID = uuid.UUID("5b1f0c2e-0000-4000-8000-000000000002")  # an activity entry of the dashboard
 SHARING_PASSWORD_UUID = uuid.UUID("5b1f0c2e-0000-4000-8000-000000000003")  # a password of the dashboard's sharing
+EMBED_SECRETS = "/api/projects/{project_id}/embed_secrets"
 
 BASE = "/api/projects/{project_id}/dashboards"
 INSIGHTS = "/api/projects/{project_id}/insights"
@@ -97,6 +99,13 @@ ROUTES = [
         204,
     ),
     Route("GET", "/api/organizations/{organization_id}/shared_links/", "sharing_configuration:read", 200),
+    Route("GET", f"{EMBED_SECRETS}/", "sharing_configuration:read", 200),
+    Route("POST", f"{EMBED_SECRETS}/", "sharing_configuration:write", 201, {"name": "Portal"}),
+    Route("GET", f"{EMBED_SECRETS}/{{embed_secret_id}}/", "sharing_configuration:read", 200),
+    Route("PATCH", f"{EMBED_SECRETS}/{{embed_secret_id}}/", "sharing_configuration:write", 200, {"name": "Renamed"}),
+    Route("PUT", f"{EMBED_SECRETS}/{{embed_secret_id}}/", "sharing_configuration:write", 200, {"name": "Replaced"}),
+    Route("DELETE", f"{EMBED_SECRETS}/{{embed_secret_id}}/", "sharing_configuration:write", 204),
+    Route("POST", f"{EMBED_SECRETS}/{{embed_secret_id}}/rotate/", "sharing_configuration:write", 200),
     Route("GET", f"{INSIGHTS}/", "insight:read", 200),
     Route("POST", f"{INSIGHTS}/", "insight:write", 201, {"name": "New insight", "query": {"kind": "TrendsQuery"}}),
     Route("GET", f"{INSIGHTS}/{{insight_id}}/", "insight:read", 200),
@@ -132,7 +141,9 @@ def make_objects(*, user, organization, project) -> dict:
     DashboardCollaboratorFactory(dashboard=restricted, user=collaborator)
     insight = InsightFactory(project=project, created_by=user)
     DashboardTileFactory(dashboard=dashboard, insight=insight, pk=INSIGHT_TILE_ID)
+    embed_secret, _ = embed_secret_create(actor=user, project=project, name="Matrix secret")
     return {
+        "embed_secret_id": embed_secret.pk,
         "dashboard_id": dashboard.pk,
         "restricted_dashboard_id": restricted.pk,
         "collaborator_uuid": collaborator.uuid,
