@@ -195,8 +195,8 @@ def plugin_collection(route: str, collection: str) -> Resource:
 
 
 def make_events(world) -> dict:
-    EventFactory.create_batch(3, project=world.project, properties={"$browser": "Firefox", "amount": 1.5})
-    return {}
+    events = EventFactory.create_batch(3, project=world.project, properties={"$browser": "Firefox", "amount": 1.5})
+    return {"event_id": events[0].uuid}
 
 
 def make_persons(world) -> dict:
@@ -431,7 +431,7 @@ RESOURCES = {
     "pipeline_destinations": plugin_collection("pipeline_destinations", Plugin.Collection.DESTINATION),
     "pipeline_frontend_apps": plugin_collection("pipeline_frontend_apps", Plugin.Collection.FRONTEND_APP),
     "pipeline_import_apps": plugin_collection("pipeline_import_apps", Plugin.Collection.IMPORT_APP),
-    "events": Resource(make_events, lists=(PROJECT + "events/",)),
+    "events": Resource(make_events, lists=(PROJECT + "events/",), detail=PROJECT + "events/{event_id}/"),
     "persons": Resource(make_persons, lists=(PROJECT + "persons/",), detail=PROJECT + "persons/{person_id}/"),
     "users_me": Resource(
         make_user,

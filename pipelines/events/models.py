@@ -40,6 +40,8 @@ class Event(models.Model):
             models.Index(fields=["project", "-timestamp", "-id"], name="event_project_time"),
             # What a scheduled export run reads: a project's events received in an interval, in order, by key.
             models.Index(fields=["project", "inserted_at", "id"], name="event_project_inserted"),
+            # One event by the uuid its sender gave it (`GET …/events/{uuid}/`).
+            models.Index(fields=["project", "uuid"], name="event_project_uuid"),
         ]
 
     def __str__(self) -> str:

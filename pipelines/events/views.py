@@ -10,19 +10,26 @@ from workspace.api.pagination import UncountedLimitOffsetPagination
 from workspace.api.viewsets import ListMixin, RetrieveMixin
 
 
-class EventViewSet(ProjectScopedViewSet, ListMixin):
-    """A project's events, newest first. The list is not counted (`count` is null; `next` says whether more
-    follow), since a project may hold millions of events."""
+class EventViewSet(ProjectScopedViewSet, ListMixin, RetrieveMixin):
+    """A project's events, newest first; one is found by its `id`, the uuid the sender gave it, as the reference
+    finds it. The list is not counted (`count` is null; `next` says whether more follow), since a project may hold
+    millions of events."""
 
-    # /api/projects/{project_id}/events/
+    # /api/projects/{project_id}/events/[{uuid}/]
     scope_object = "query"
     serializer_class = EventSerializer
     filterset_class = EventFilterSet
     pagination_class = UncountedLimitOffsetPagination
     queryset = Event.objects.none()
+    lookup_field = "uuid"
+    lookup_url_kwarg = "id"
+    lookup_value_regex = "[^/]+"
 
     def get_queryset(self):
         return self.project.events.order_by(*Event.NEWEST_FIRST)
+
+    def lookup_value(self, value: str):
+        return _uuid_or_404(value)
 
 
 class PersonViewSet(ProjectScopedViewSet, ListMixin, RetrieveMixin):
@@ -47,9 +54,12 @@ class PersonViewSet(ProjectScopedViewSet, ListMixin, RetrieveMixin):
         super().initial(request, *args, **kwargs)
 
     def lookup_value(self, value: str):
-        if self.lookup_field != "uuid":
-            return value
-        try:
-            return uuid.UUID(value)
-        except ValueError:
-            raise Http404 from None
+        return _uuid_or_404(value) if self.lookup_field == "uuid" else value
+
+
+def _uuid_or_404(value: str) -> uuid.UUID:
+    """A uuid from the URL; anything else names no event or person (404, as an unknown one)."""
+    try:
+        return uuid.UUID(value)
+    except ValueError:
+        raise Http404 from None

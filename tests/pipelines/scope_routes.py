@@ -4,6 +4,7 @@ from tests.pipelines.factories import (
     BatchExportFactory,
     BatchExportRunFactory,
     BatchExportRunLogFactory,
+    EventFactory,
     PersonFactory,
     PluginFactory,
 )
@@ -20,6 +21,7 @@ NOOP_OVERLAY = {"destination": {"config": {}}}
 
 ROUTES = [
     Route("GET", "/api/projects/{project_id}/events/", "query:read", 200),
+    Route("GET", "/api/projects/{project_id}/events/{event_id}/", "query:read", 200),
     Route("GET", "/api/projects/{project_id}/persons/", "person:read", 200),
     Route("GET", "/api/projects/{project_id}/persons/{person_id}/", "person:read", 200),
     # A query is a POST that only reads: `query:read`, as the reference has it.
@@ -104,6 +106,7 @@ def make_objects(*, user, organization, project) -> dict:
     BatchExportRunLogFactory(run=run)
     ids.update(project_export_id=project_export.pk, run_id=run.pk, backfill_id=backfill.pk)
     ids["person_id"] = PersonFactory(project=project).uuid
+    ids["event_id"] = EventFactory(project=project).uuid
     ids["noop_export_id"] = BatchExportFactory(project=project, destination_type="NoOp", destination_config={}).pk
     for route_name, collection in COLLECTIONS.items():
         # latest_tag set so upgrade has somewhere to go.

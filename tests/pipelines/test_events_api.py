@@ -194,3 +194,53 @@ class TestOffsetsTheDatabaseCannotHold:
         response = reader.get(events_url(project.pk, f"?{name}=9999-12-31T23:59:59-19:24"))
         assert response.status_code == 400, response.content
         assert response.json()["attr"] == name
+
+
+class TestOneEvent:
+    """GET …/events/{id}/, the reference's retrieve (its TypeScript client reads one event so): `id` is the uuid."""
+
+    def test_an_event_as_retrieved_is_as_listed(self, reader, project):
+        event = EventFactory(project=project, event="signed up", properties={"plan": "pro"})
+        listed = reader.get(events_url(project.pk)).json()["results"][0]
+
+        response = reader.get(events_url(project.pk, f"{event.uuid}/"))
+
+        assert response.status_code == 200
+        assert response.json() == listed
+        assert response["ETag"]
+
+    def test_another_projects_event_is_a_404(self, reader, project, other_project):
+        theirs = EventFactory(project=other_project)
+        for url in (events_url(project.pk, f"{theirs.uuid}/"), events_url(other_project.pk, f"{theirs.uuid}/")):
+            response = reader.get(url)
+            assert response.status_code == 404
+            assert response.json()["code"] == "not_found"
+
+    @pytest.mark.parametrize("value", ["12", "not-a-uuid", "0" * 40])
+    def test_what_is_not_a_uuid_names_no_event(self, reader, project, value):
+        EventFactory(project=project)
+        response = reader.get(events_url(project.pk, f"{value}/"))
+        assert response.status_code == 404
+        assert response.json()["code"] == "not_found"
+
+    def test_one_query_after_the_key_and_project(self, key_client, project, django_assert_num_queries):
+        event = EventFactory(project=project)
+        client = key_client("query:read")
+        client.get(events_url(project.pk))  # the key's first use stamps it
+        with django_assert_num_queries(3):  # the key with its user, the project, the event
+            assert client.get(events_url(project.pk, f"{event.uuid}/")).status_code == 200
+
+
+def test_the_reference_clients_call_reads_one_event_through_the_live_server(live_service, alice, project, issue_key):
+    """The reference's TypeScript client: `GET /api/projects/:id/events/:uuid/` with a personal API key."""
+    event = EventFactory(project=project, event="$pageview", distinct_id="user-9")
+    key = issue_key(alice, "query:read")
+
+    response = live_service.session.get(
+        f"{live_service.url}/api/projects/{project.pk}/events/{event.uuid}/",
+        headers={"Authorization": f"Bearer {key}"},
+    )
+
+    assert response.status_code == 200
+    assert response.json()["id"] == str(event.uuid)
+    assert response.json()["distinct_id"] == "user-9"
