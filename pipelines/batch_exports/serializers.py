@@ -131,6 +131,9 @@ PERSONS_DESTINATIONS = frozenset(
 
 
 class BatchExportSerializer(ModelSerializer):
+    """A scheduled export of a project's events (or persons) to one destination, every `interval`: its destination
+    (secrets never shown), schedule, query, notifications, pause state and latest runs."""
+
     team_id = serializers.IntegerField(source="project_id", read_only=True)
     destination = BatchExportDestinationSerializer(source="*")
     model = BatchExportModelField(

@@ -12,6 +12,9 @@ from workspace.validators import path_problem
 
 
 class PluginSerializer(ModelSerializer):
+    """A plugin of the organization, in one of its collections (pipeline destinations, frontend apps, import apps):
+    where it comes from, its configuration schema and the version it runs."""
+
     plugin_type = serializers.ChoiceField(
         choices=Plugin.PluginType.choices, allow_null=True, allow_blank=True, required=False
     )
@@ -58,6 +61,8 @@ class PluginSourceField(serializers.Field):
 
 
 class PluginWithSourceSerializer(PluginSerializer):
+    """A plugin with its source files, as created from source."""
+
     source = PluginSourceField()
 
     class Meta(PluginSerializer.Meta):
