@@ -41,14 +41,17 @@ def project_context(obj) -> dict:
 CHART_FAILED = "This chart could not be drawn; the reason is in the service's log."
 
 
-def insight_charts(insights, *, project, link: bool = False, empty_text: str = "No insights."):
+def insight_charts(
+    insights, *, project, link: bool = False, empty_text: str = "No insights.", filters: dict | None = None
+):
     """The charts of `insights` (of `project`) as HTML, each drawn from its result as the API computes it
-    (dashboards.results, `blocking`: cached while fresh, else computed now) and as the shared page draws it.
+    (dashboards.results, `blocking`: cached while fresh, else computed now) and as the shared page draws it; with a
+    dashboard's `filters` in force over each insight's query when given (its tiles' effective queries).
 
     Each chart is computed in a savepoint and on its own: one whose query or drawing fails shows why, and neither
     the other charts nor the page fail with it (on PostgreSQL a failed query would otherwise spoil the transaction
     the admin page runs in)."""
-    results = InsightResults(project=project, refresh="blocking")
+    results = InsightResults(project=project, refresh="blocking", filters=filters)
     charts = []
     for insight in insights:
         shown = {"insight": insight, "chart": None, "error": None}
@@ -145,7 +148,11 @@ class DashboardAdmin(RecordedModelAdmin):
             DashboardTile.objects.filter(dashboard=dashboard, insight__isnull=False).shown().select_related("insight")
         )
         return insight_charts(
-            [tile.insight for tile in tiles], project=dashboard.project, link=True, empty_text="No insight tiles."
+            [tile.insight for tile in tiles],
+            project=dashboard.project,
+            link=True,
+            empty_text="No insight tiles.",
+            filters=dashboard.filters,
         )
 
     def activity_context(self, obj) -> dict:

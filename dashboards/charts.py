@@ -1,26 +1,37 @@
-"""Charts of insights for the shared page: the geometry of an SVG drawn by the server (DECISIONS.md §15, "People see
-charts"), so that the page needs no script and loads nothing from elsewhere.
+"""Charts of insights for the shared page and admin: the geometry of an SVG drawn by the server (DECISIONS.md §15,
+"People see charts"; §19, "The shared page tells the truth"), so that the page needs no script and loads nothing
+from elsewhere.
 
 Each insight is drawn from its result (dashboards.results) as its query asks: trends as lines, or bars for a bar
-display, a big number for `BoldNumber`, one bar per series for the displays that show one value per series, a bar
-per step for funnels, a table shaded by the share who came back for retention, and HogQL results as a table. Every
-chart also has the numbers as a table, for whoever cannot see the picture. Points, ticks and labels are worked out
-here; the template only writes them out.
+display, a big number for `BoldNumber`, one bar per series for the displays that show one value per series, a
+labelled bar per step for funnels, a table shaded by the share who came back for retention, and HogQL results as a
+table. Every chart also has the numbers as a table, for whoever cannot see the picture. Points, ticks and labels are
+worked out here; the template only writes them out.
+
+What a chart says is true of its numbers: counts get whole-number ticks, a time axis names dates (each once), each
+series or breakdown value has one legend entry, and an empty cohort or a step nobody could reach is shown empty,
+never as 0 %. A chart draws at most MAX_SERIES series: the rest are summed as "Other" (the page links to all of
+them).
 """
 
+import datetime as dt
 import math
 from dataclasses import dataclass, field
 
-from dashboards.models import Dashboard, DashboardTile, Insight
-from dashboards.results import InsightResults
+from dashboards.models import Insight
 
 WIDTH, HEIGHT = 320, 160
-LEFT, RIGHT, TOP, BOTTOM = 40, 8, 8, 20  # room for the y ticks' labels on the left and the first/last day below
+LEFT, RIGHT, TOP, BOTTOM = 40, 8, 8, 20  # room for the y ticks' labels on the left and the dates below
 PALETTE = ("#1d4aff", "#f04f58", "#2ea043", "#f7a501", "#9b51e0", "#0fb5ae", "#e3489c", "#6b7280")
 BAR_DISPLAYS = frozenset({"ActionsBar", "ActionsStackedBar", "ActionsUnstackedBar"})
 VALUE_DISPLAYS = frozenset({"ActionsBarValue", "ActionsPie", "ActionsTable", "WorldMap"})
 WRAPPERS = ("InsightVizNode", "DataVisualizationNode")
 MAX_TABLE_ROWS = 100  # of a HogQL result shown on the page
+MAX_SERIES = 25  # drawn on one chart; the rest are summed as "Other"
+BREAKDOWN_OTHER = "$$_posthog_breakdown_other_$$"
+OTHER = "Other"
+MAX_DATE_TICKS = 5
+FUNNEL_ROW = 30  # the height of a funnel step: its label line, then its bar
 
 
 @dataclass(frozen=True)
@@ -44,6 +55,17 @@ class Tick:
 
 
 @dataclass(frozen=True)
+class Label:
+    """A text on the chart: a date under the time axis, or a funnel step's name and numbers."""
+
+    x: str
+    y: str
+    text: str
+    anchor: str = "middle"  # start, middle or end
+    kind: str = "axis"  # axis, step or value (the CSS class)
+
+
+@dataclass(frozen=True)
 class Table:
     """The numbers of a chart: `columns` and `rows` of text."""
 
@@ -63,45 +85,33 @@ class Cell:
 @dataclass(frozen=True)
 class Chart:
     """What the template draws. `kind`: line, bar, funnel, number, table, retention (`grid`, a shaded table whose
-    first column names the cohort) or empty ("No data")."""
+    first column names the cohort) or empty ("No data"). `folded`: how many series were summed into "Other"."""
 
     kind: str
     lines: list[Mark] = field(default_factory=list)
     bars: list[Mark] = field(default_factory=list)
+    tracks: list[Mark] = field(default_factory=list)
     ticks: list[Tick] = field(default_factory=list)
-    first_label: str = ""
-    last_label: str = ""
+    labels: list[Label] = field(default_factory=list)
     legend: list[Mark] = field(default_factory=list)
     number: str = ""
     table: Table | None = None
     grid: list[list[Cell]] = field(default_factory=list)
+    folded: int = 0
     width: int = WIDTH
     height: int = HEIGHT
     plot_left: int = LEFT
     plot_right: int = WIDTH - RIGHT
     plot_bottom: int = HEIGHT - BOTTOM
-    label_y: int = HEIGHT - 6
 
-
-@dataclass(frozen=True)
-class ShownTile:
-    tile: DashboardTile
-    chart: Chart | None  # None for a text tile
-
-
-def shared_tiles(dashboard: Dashboard) -> list[ShownTile]:
-    """The dashboard's shown tiles (prefetched, in order), each insight with its chart. Results are computed when
-    stale (`blocking`), so that whoever holds the link sees numbers; a tile whose result cannot be had shows "No
-    data", and the others still show."""
-    results = InsightResults(project=dashboard.project, refresh="blocking")
-    return [
-        ShownTile(tile=tile, chart=chart(tile.insight, results.of(tile.insight)) if tile.insight_id else None)
-        for tile in dashboard.tiles.all()
-    ]
+    @property
+    def drawn(self) -> bool:
+        return bool(self.lines or self.bars)
 
 
 def chart(insight: Insight, shown: dict) -> Chart:
-    """The chart of `insight` from its result (`shown`: the RESULT_FIELDS of dashboards.results)."""
+    """The chart of `insight` from its result (`shown`: the RESULT_FIELDS of dashboards.results), drawn as its query
+    asks (a tile's effective query differs from it in dates and properties only, never in how it is drawn)."""
     result = shown["result"]
     if not result:
         return Chart(kind="empty")
@@ -113,11 +123,12 @@ def chart(insight: Insight, shown: dict) -> Chart:
     if source.get("kind") == "RetentionQuery":
         return _retention(result)
     display = (source.get("trendsFilter") or {}).get("display")
+    series, folded = _capped(result)
     if display == "BoldNumber":
-        return _number(result)
+        return _number(series)
     if display in VALUE_DISPLAYS:
-        return _value_bars(result)
-    return _trend(result, bars=display in BAR_DISPLAYS)
+        return _value_bars(series, folded)
+    return _trend(series, folded, bars=display in BAR_DISPLAYS, interval=source.get("interval") or "day")
 
 
 def _source(query) -> dict:
@@ -126,14 +137,71 @@ def _source(query) -> dict:
     return query if isinstance(query, dict) else {}
 
 
-def _trend(series: list[dict], *, bars: bool) -> Chart:
-    days = series[0].get("days") or []
+def _capped(series: list[dict]) -> tuple[list[dict], int]:
+    """At most MAX_SERIES series: the first ones as they are, then one "Other" summing the rest (and the query's own
+    "Other", so that it has one legend entry). Also how many series went into it."""
+    own_other = [entry for entry in series if entry.get("breakdown_value") == BREAKDOWN_OTHER]
+    named = [entry for entry in series if entry.get("breakdown_value") != BREAKDOWN_OTHER]
+    if len(series) <= MAX_SERIES:
+        return [*named, *own_other], 0
+    kept, rest = named[: MAX_SERIES - 1], named[MAX_SERIES - 1 :] + own_other
+    length = max((len(entry.get("data") or []) for entry in rest), default=0)
+    data = [sum(_number_of(value) for value in _column(rest, index)) for index in range(length)]
+    days = next((entry.get("days") for entry in rest if len(entry.get("days") or []) == length), [])
+    other = {
+        "label": OTHER,
+        "data": data,
+        "days": days,
+        "count": sum(_number_of(entry.get("count")) for entry in rest),
+        "aggregated_value": sum(_number_of(entry.get("aggregated_value", entry.get("count"))) for entry in rest),
+        "breakdown_value": BREAKDOWN_OTHER,
+    }
+    return [*kept, other], len(rest)
+
+
+def _column(series: list[dict], index: int) -> list:
+    return [(entry.get("data") or [])[index] for entry in series if index < len(entry.get("data") or [])]
+
+
+def _labels(series: list[dict]) -> list[str]:
+    """One label per series: its custom name or event, its breakdown value, and where two would read alike, its
+    math, then its place."""
+    labels = [_label(entry) for entry in series]
+    if len(set(labels)) < len(labels):
+        labels = [
+            f"{label} ({(entry.get('action') or {}).get('math')})"
+            if labels.count(label) > 1 and (entry.get("action") or {}).get("math")
+            else label
+            for label, entry in zip(labels, series, strict=True)
+        ]
+    seen: dict[str, int] = {}
+    unique = []
+    for label in labels:
+        seen[label] = seen.get(label, 0) + 1
+        unique.append(label if labels.count(label) == 1 else f"{label} #{seen[label]}")
+    return unique
+
+
+def _label(entry: dict) -> str:
+    if entry.get("label") == OTHER and entry.get("breakdown_value") == BREAKDOWN_OTHER and "action" not in entry:
+        return OTHER
+    action = entry.get("action") or {}
+    name = action.get("custom_name") or action.get("name") or entry.get("label") or "Series"
+    if "breakdown_value" in entry:
+        value = entry["breakdown_value"]
+        shown = {BREAKDOWN_OTHER: OTHER, "$$_posthog_breakdown_null_$$": "None"}.get(value, value)
+        return f"{name} - {'None' if shown in (None, '') else shown}"
+    return str(name)
+
+
+def _trend(series: list[dict], folded: int, *, bars: bool, interval: str) -> Chart:
+    days = next((entry.get("days") for entry in series if entry.get("days")), None) or []
     values = [[_number_of(value) for value in entry.get("data") or []] for entry in series]
     count = max((len(data) for data in values), default=0)
     if count == 0:
         return Chart(kind="empty")
-    top, ticks = _scale(max((max(data, default=0) for data in values), default=0))
-    legend = [Mark(color=_color(index), label=_label(entry)) for index, entry in enumerate(series)]
+    top, ticks = _scale(max((max(data, default=0) for data in values), default=0), integer=_integers(values))
+    legend = [Mark(color=_color(index), label=label) for index, label in enumerate(_labels(series))]
     plot_width, plot_height = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
     lines, rects = [], []
     if bars:
@@ -153,15 +221,23 @@ def _trend(series: list[dict], *, bars: bool) -> Chart:
                         value=_format(value),
                     )
                 )
+
+        def x_of(position: int) -> float:
+            return LEFT + (position + 0.5) * group
+
     else:
         step = plot_width / (count - 1) if count > 1 else 0
+
+        def x_of(position: int) -> float:
+            return LEFT + (position * step if count > 1 else plot_width / 2)
+
         for index, data in enumerate(values):
             points = " ".join(
-                f"{_coordinate(LEFT + (position * step if count > 1 else plot_width / 2))},"
-                f"{_coordinate(TOP + plot_height * (1 - value / top))}"
+                f"{_coordinate(x_of(position))},{_coordinate(TOP + plot_height * (1 - value / top))}"
                 for position, value in enumerate(data)
             )
             lines.append(Mark(color=legend[index].color, label=legend[index].label, points=points))
+    moments = [_moment(day) for day in days[:count]]
     rows = [
         [str(days[position]) if position < len(days) else str(position + 1)]
         + [_format(data[position]) if position < len(data) else "" for data in values]
@@ -172,22 +248,63 @@ def _trend(series: list[dict], *, bars: bool) -> Chart:
         lines=lines,
         bars=rects,
         ticks=ticks,
-        first_label=str(days[0]) if days else "",
-        last_label=str(days[count - 1]) if len(days) >= count else "",
+        labels=_date_labels(moments, days, interval, x_of),
         legend=legend,
         table=Table(columns=["Date", *(mark.label for mark in legend)], rows=rows),
+        folded=folded,
     )
 
 
-def _value_bars(series: list[dict]) -> Chart:
+def _date_labels(moments: list, days: list, interval: str, x_of) -> list[Label]:
+    """Up to MAX_DATE_TICKS dates under the time axis, evenly spread from the first interval to the last, each date
+    written once; the first and last kept inside the chart."""
+    count = len(moments)
+    if count == 0:
+        return []
+    wanted = min(count, MAX_DATE_TICKS)
+    positions = sorted({round(index * (count - 1) / (wanted - 1)) for index in range(wanted)} if wanted > 1 else {0})
+    years = {moment.year for moment in moments if moment is not None}
+    labels, written = [], set()
+    for position in positions:
+        text = _date_text(moments[position], interval, days[position], with_year=len(years) > 1)
+        if text in written:
+            continue
+        written.add(text)
+        anchor = "middle"
+        if position == 0 and count > 1:
+            anchor = "start"
+        elif position == count - 1 and count > 1:
+            anchor = "end"
+        labels.append(Label(x=_coordinate(x_of(position)), y=str(HEIGHT - 6), text=text, anchor=anchor))
+    return labels
+
+
+def _moment(day) -> dt.datetime | None:
+    try:
+        return dt.datetime.fromisoformat(str(day))
+    except ValueError:
+        return None
+
+
+def _date_text(moment: dt.datetime | None, interval: str, raw, *, with_year: bool = False) -> str:
+    """A bucket's start as people read it: `27 Nov`, `27 Nov 14:00` for hours, `Nov 2026` for months."""
+    if moment is None:
+        return str(raw)
+    if interval == "month":
+        return f"{moment:%b %Y}"
+    text = f"{moment.day} {moment:%b}" + (f" {moment.year}" if with_year else "")
+    return f"{text} {moment:%H:%M}" if interval == "hour" else text
+
+
+def _value_bars(series: list[dict], folded: int) -> Chart:
     """One bar per series (a breakdown's values side by side), for the displays that show one value per series."""
     values = [_number_of(entry.get("aggregated_value", entry.get("count"))) for entry in series]
-    top, ticks = _scale(max(values, default=0))
+    top, ticks = _scale(max(values, default=0), integer=_integers([values]))
     plot_width, plot_height = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
     slot = plot_width / len(values)
     legend, rects = [], []
-    for index, (entry, value) in enumerate(zip(series, values, strict=True)):
-        mark = Mark(color=_color(index), label=_label(entry))
+    for index, (label, value) in enumerate(zip(_labels(series), values, strict=True)):
+        mark = Mark(color=_color(index), label=label)
         legend.append(mark)
         height = plot_height * value / top
         rects.append(
@@ -207,48 +324,52 @@ def _value_bars(series: list[dict]) -> Chart:
         ticks=ticks,
         legend=legend,
         table=Table(columns=["Series", "Value"], rows=[[mark.label, mark.value] for mark in rects]),
+        folded=folded,
     )
 
 
 def _funnel(steps: list[dict]) -> Chart:
-    """A bar per step, as tall as the people who reached it; the table adds each step's conversion from the first
-    step and the average time from the step before."""
+    """A row per step: its name, how many people reached it and their share of the first step above a bar as long as
+    that share. The table adds the average time from the step before. A step's share is empty when nobody entered
+    the funnel."""
     counts = [_number_of(step.get("count")) for step in steps]
-    top, ticks = _scale(max(counts, default=0))
-    plot_width, plot_height = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
-    slot = plot_width / max(len(steps), 1)
     first = counts[0] if counts else 0
-    bars, rows = [], []
+    length = WIDTH - 8
+    bars, tracks, labels, rows = [], [], [], []
     for index, (step, count) in enumerate(zip(steps, counts, strict=True)):
-        label = f"{index + 1}. {step.get('custom_name') or step.get('name') or 'Step'}"
-        height = plot_height * count / top
+        name = f"{index + 1}. {step.get('custom_name') or step.get('name') or 'Step'}"
         share = _percent(count, first)
+        value = f"{_format(count)} {'person' if count == 1 else 'people'}" + (f" · {share}" if share else "")
+        top = 4 + index * FUNNEL_ROW
+        labels.append(Label(x="4", y=str(top + 9), text=_shortened(name, 34), anchor="start", kind="step"))
+        labels.append(Label(x=str(WIDTH - 4), y=str(top + 9), text=value, anchor="end", kind="value"))
+        tracks.append(Mark(color="", label=name, x="4", y=str(top + 13), width=str(length), height="10"))
         bars.append(
             Mark(
                 color=PALETTE[0],
-                label=label,
-                x=_coordinate(LEFT + index * slot + slot * 0.15),
-                y=_coordinate(TOP + plot_height - height),
-                width=_coordinate(slot * 0.7),
-                height=_coordinate(height),
-                value=f"{_format(count)} ({share})",
+                label=name,
+                x="4",
+                y=str(top + 13),
+                width=_coordinate(length * count / first if first else 0),
+                height="10",
+                value=value,
             )
         )
         average = step.get("average_conversion_time")
-        rows.append([label, _format(count), share, "" if average is None else _duration(average)])
+        rows.append([name, _format(count), share, "" if average is None else _duration(average)])
     return Chart(
         kind="funnel",
         bars=bars,
-        ticks=ticks,
-        first_label=bars[0].label if bars else "",
-        last_label=bars[-1].label if len(bars) > 1 else "",
+        tracks=tracks,
+        labels=labels,
+        height=8 + len(steps) * FUNNEL_ROW,
         table=Table(columns=["Step", "People", "Conversion", "Average time"], rows=rows),
     )
 
 
 def _retention(cohorts: list[dict]) -> Chart:
-    """A row per cohort: its start, its size, and how many came back in each later period, each cell shaded by its
-    share of the cohort."""
+    """A row per cohort: its start, its size, and the share of it that came back in each later period, each cell
+    shaded by that share. A cohort of nobody, and a period still to come, are empty cells."""
     periods = max((len(cohort.get("values") or []) for cohort in cohorts), default=0)
     if periods == 0:
         return Chart(kind="empty")
@@ -260,15 +381,17 @@ def _retention(cohorts: list[dict]) -> Chart:
         size = values[0] if values else 0
         row = [Cell(text=str(cohort.get("date") or cohort.get("label") or "")[:10]), Cell(text=_format(size))]
         for value in values:
-            share = value / size if size else 0
-            row.append(Cell(text=_percent(value, size), shade=f"shade-{round(10 * share)}" if size else ""))
+            row.append(
+                Cell(text=_percent(value, size), shade=f"shade-{round(10 * value / size)}") if size else Cell("")
+            )
         row += [Cell(text="") for _ in range(periods - len(values))]
         grid.append(row)
     return Chart(kind="retention", grid=grid, table=Table(columns=columns, rows=[]))
 
 
 def _percent(value: float, whole: float) -> str:
-    return f"{100 * value / whole:.1f}%".replace(".0%", "%") if whole else "0%"
+    """`value` as a share of `whole`; empty when `whole` is nothing (no share of nobody is 0 %)."""
+    return f"{100 * value / whole:.1f}%".replace(".0%", "%") if whole else ""
 
 
 def _duration(seconds: float) -> str:
@@ -289,7 +412,9 @@ def _duration(seconds: float) -> str:
 def _number(series: list[dict]) -> Chart:
     first = series[0]
     value = _format(_number_of(first.get("aggregated_value", first.get("count"))))
-    return Chart(kind="number", number=value, table=Table(columns=["Series", "Value"], rows=[[_label(first), value]]))
+    return Chart(
+        kind="number", number=value, table=Table(columns=["Series", "Value"], rows=[[_labels(series)[0], value]])
+    )
 
 
 def _table(columns: list, rows: list) -> Chart:
@@ -297,12 +422,17 @@ def _table(columns: list, rows: list) -> Chart:
     return Chart(kind="table", table=Table(columns=[str(column) for column in columns], rows=shown))
 
 
-def _scale(highest: float) -> tuple[float, list[Tick]]:
-    """The top of the y axis (a round number at or above `highest`, at least 1) and its ticks, bottom to top."""
+def _scale(highest: float, *, integer: bool = False) -> tuple[float, list[Tick]]:
+    """The top of the y axis (a round number at or above `highest`, at least 1) and its ticks, bottom to top; whole
+    numbers only when `integer` (counts: no 2.5 people)."""
     highest = max(highest, 1)
     raw = highest / 4
     magnitude = 10 ** math.floor(math.log10(raw))
-    step = next(factor * magnitude for factor in (1, 2, 2.5, 5, 10) if factor * magnitude >= raw)
+    step = next(
+        factor * magnitude
+        for factor in (1, 2, 2.5, 5, 10)
+        if factor * magnitude >= raw and (not integer or float(factor * magnitude).is_integer())
+    )
     top = step * math.ceil(highest / step)
     plot_height = HEIGHT - TOP - BOTTOM
     count = round(top / step)
@@ -313,8 +443,12 @@ def _scale(highest: float) -> tuple[float, list[Tick]]:
     return top, ticks
 
 
-def _label(entry: dict) -> str:
-    return str(entry.get("label") or (entry.get("action") or {}).get("name") or "Series")
+def _integers(values: list[list[float]]) -> bool:
+    return all(float(value).is_integer() for data in values for value in data)
+
+
+def _shortened(text: str, length: int) -> str:
+    return text if len(text) <= length else text[: length - 1] + "…"
 
 
 def _color(index: int) -> str:

@@ -7,21 +7,43 @@ A page that asks for a password shows a form instead until one of the sharing's 
 signed, HttpOnly cookie for that page alone (its salt holds the token, its path the page) naming the password that
 opened it, for 24 hours: revoking that password, or refreshing the token, locks the page again at once. Failed
 attempts are counted per address and every attempt is recorded in the activity log.
+
+The page tells the truth (DECISIONS.md §19): it states the date range in force and the project's time zone, when
+each result was computed, and draws the tiles where their layout puts them. Each tile computes its effective query
+(dashboards.results): the dashboard's filters, or the range a viewer picked where the sharing allows it (one of the
+reference's relative ranges, no further back than `max_lookback_days`; clamped and said so beyond). Viewers never
+change properties. Results are computed at most once per SHARED_PAGE_REFRESH_SECONDS per query for every viewer;
+views are throttled per address (`shared_page_view` rate). `?format=json` gives every number of the page.
+
+The page's rendering (`page_context`, `page_response`, `json_response`) is shared with other public pages of a
+dashboard (the signed embed, dashboards.embed_pages), which pass their own results and range.
 """
 
-from django.http import Http404, HttpResponseNotAllowed
+import datetime as dt
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from urllib.parse import urlencode
+from zoneinfo import ZoneInfo
+
+from django.http import Http404, HttpResponseNotAllowed, JsonResponse
 from django.shortcuts import redirect, render
+from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods
 from rest_framework.exceptions import Throttled
 
-from dashboards.charts import shared_tiles
-from dashboards.models import SharingConfiguration, SharingPassword
+from dashboards.charts import Chart, chart
+from dashboards.models import Dashboard, DashboardTile, SharingConfiguration, SharingPassword
+from dashboards.results import SHARED, DateOverride, InsightResults
 from dashboards.selectors import shared_dashboard_get
 from dashboards.services import sharing_password_matching
-from workspace.api.throttling import FailedAuthenticationThrottle
+from pipelines.query import dates
+from pipelines.query.errors import QueryError
+from workspace.api.throttling import FailedAuthenticationThrottle, FixedWindowRateThrottle
 from workspace.services import activity_log_record
 
+PAGE = "dashboards/shared_dashboard.html"
 LOCKED_PAGE = "dashboards/shared_dashboard_locked.html"
 UNLOCK_COOKIE = "shared_unlock"
 UNLOCK_MAX_AGE = 24 * 3600
@@ -33,11 +55,35 @@ class SharedPageUnlockThrottle(FailedAuthenticationThrottle):
     scope = "shared_page_unlock"
 
 
+class SharedPageViewThrottle(FixedWindowRateThrottle):
+    """Views of public dashboard pages per client address (`shared_page_view` rate, `SHARED_PAGE_VIEW_RATE`): they
+    need no key, so the address is all there is to count."""
+
+    scope = "shared_page_view"
+
+    def get_cache_key(self, request, view=None):
+        return f"throttle:{self.scope}:ip:{self.get_ident(request)}"
+
+
+def refused_view(request) -> Throttled | None:
+    """Count this view of a public page against its address's rate; the refusal when it is over."""
+    throttle = SharedPageViewThrottle()
+    if throttle.allow_request(request, None):
+        return None
+    return Throttled(wait=throttle.wait())
+
+
 @require_http_methods(["GET", "HEAD", "POST"])
 @never_cache
 def shared_dashboard(request, access_token: str):
     """The dashboard's name, description and tiles; 404 when the token is unknown, sharing is off or expired, or the
-    dashboard is deleted (the same answer for each, so a token's past is not revealed). POST gives a password."""
+    dashboard is deleted (the same answer for each, so a token's past is not revealed). POST gives a password. 429
+    when the address has viewed too many pages lately."""
+    refusal = refused_view(request)
+    if refusal is not None:
+        response = page(request, LOCKED_PAGE, {"too_many_views": True}, status=429)
+        response["Retry-After"] = str(int(refusal.wait or 1))
+        return response
     dashboard = shared_dashboard_get(access_token=access_token)
     if dashboard is None:
         raise Http404("No shared dashboard here.")
@@ -49,7 +95,17 @@ def shared_dashboard(request, access_token: str):
             return page(request, LOCKED_PAGE, {"wrong": False}, status=403)
     elif request.method == "POST":
         return HttpResponseNotAllowed(["GET", "HEAD"])
-    return page(request, "dashboards/shared_dashboard.html", {"dashboard": dashboard, "tiles": shared_tiles(dashboard)})
+    shown = page_range(
+        dashboard,
+        requested=request.GET.get("date_from") if configuration.allow_viewer_date_range else None,
+        max_lookback_days=configuration.max_lookback_days,
+        offer_choices=configuration.allow_viewer_date_range,
+    )
+    results = InsightResults(project=dashboard.project, refresh=SHARED, filters=dashboard.filters, dates=shown.override)
+    tiles = list(dashboard.tiles.all())
+    if request.GET.get("format") == "json":
+        return json_response(dashboard, tiles, results, shown)
+    return page_response(request, page_context(request, dashboard, tiles, results, shown))
 
 
 def unlock(request, configuration: SharingConfiguration):
@@ -122,3 +178,343 @@ def page(request, template: str, context: dict, status: int = 200):
     response["Referrer-Policy"] = "same-origin" if template == LOCKED_PAGE else "no-referrer"
     response["X-Robots-Tag"] = "noindex, nofollow"
     return response
+
+
+# The page's rendering, shared by the public pages of a dashboard (this one and the signed embed's).
+
+# The reference's relative date ranges a viewer may pick where the sharing allows it, shortest first.
+VIEWER_RANGES = (
+    ("-24h", "Last 24 hours"),
+    ("-48h", "Last 48 hours"),
+    ("-7d", "Last 7 days"),
+    ("-14d", "Last 14 days"),
+    ("-30d", "Last 30 days"),
+    ("-90d", "Last 90 days"),
+    ("-180d", "Last 180 days"),
+    ("mStart", "This month"),
+    ("yStart", "Year to date"),
+    ("all", "All time"),
+)
+RANGE_NAMES = dict(VIEWER_RANGES)
+RELATIVE = re.compile(r"^-([1-9]\d{0,3})([hdwmy])$")
+UNIT_NAMES = {"h": "hour", "d": "day", "w": "week", "m": "month", "y": "year"}
+GRID_COLUMNS = 12
+DEFAULT_WIDTH, DEFAULT_HEIGHT = 6, 5  # of a tile whose layout leaves them out, as the reference's grid does
+
+
+@dataclass(frozen=True)
+class RangeChoice:
+    """A date range a viewer may pick: a plain link to the page with it."""
+
+    label: str
+    href: str
+    current: bool
+
+
+@dataclass(frozen=True)
+class PageRange:
+    """The date range a page puts in force and how it states it.
+
+    `override` is put over every tile's range and the dashboard's filters' (a viewer's pick, an embed's locked
+    dates); None leaves the dashboard's filters (or, without dates in them, each tile's own range) in force.
+    `line` states the range in force ("Last 30 days · 28 Oct – 27 Nov 2026 · Europe/Paris"); `note` says why it is
+    not the one asked for; `choices` are the ranges a viewer may pick; `chosen` the viewer's pick, which the page's
+    other links keep."""
+
+    override: DateOverride | None
+    line: str
+    note: str = ""
+    choices: tuple[RangeChoice, ...] = ()
+    chosen: str | None = None
+
+
+def page_range(
+    dashboard: Dashboard,
+    *,
+    requested: str | None,
+    max_lookback_days: int,
+    offer_choices: bool,
+    now: dt.datetime | None = None,
+) -> PageRange:
+    """The range of a shared dashboard's page: the viewer's pick (`requested`, a relative range; None where viewers
+    may not pick) no further back than `max_lookback_days` (clamped beyond, with a note), else the dashboard's."""
+    project = dashboard.project
+    now = now or timezone.now()
+    tz = ZoneInfo(project.time_zone)
+    override, note, chosen = None, "", None
+    if requested:
+        picked = requested.strip()[:16]
+        if picked not in RANGE_NAMES and not RELATIVE.match(picked):
+            note = "That date range is not one this page offers, so it shows the dashboard's own."
+        else:
+            chosen = picked
+            if not _within(picked, max_lookback_days, tz=tz, now=now):
+                picked = f"-{max_lookback_days}d"
+                days = "day" if max_lookback_days == 1 else f"{max_lookback_days} days"
+                note = f"This page looks back at most {days}, so it shows the last {days}."
+            override = DateOverride(picked)
+    choices = ()
+    if offer_choices:
+        offered = [
+            (value, label) for value, label in VIEWER_RANGES if _within(value, max_lookback_days, tz=tz, now=now)
+        ]
+        choices = (
+            RangeChoice(label="The dashboard's range", href="?", current=chosen is None),
+            *(
+                RangeChoice(label=label, href="?" + urlencode({"date_from": value}), current=value == chosen)
+                for value, label in offered
+            ),
+        )
+    return stated_range(
+        project=project,
+        filters=dashboard.filters,
+        override=override,
+        note=note,
+        choices=choices,
+        chosen=chosen,
+        now=now,
+    )
+
+
+def stated_range(
+    *,
+    project,
+    filters: dict | None,
+    override: DateOverride | None,
+    note: str = "",
+    choices: Sequence[RangeChoice] = (),
+    chosen: str | None = None,
+    now: dt.datetime | None = None,
+) -> PageRange:
+    """A PageRange whose line states `override`, else the dates of the dashboard's `filters`, else that each tile
+    keeps its own; in the project's time zone."""
+    filters = filters if isinstance(filters, dict) else {}
+    if override is not None:
+        date_from, date_to = override.date_from, override.date_to
+    else:
+        date_from, date_to = filters.get("date_from") or None, filters.get("date_to") or None
+    tz = ZoneInfo(project.time_zone)
+    if date_from is None and date_to is None:
+        line = f"Each tile's own date range · {project.time_zone}"
+    else:
+        line = " · ".join(
+            part
+            for part in (_range_name(date_from, date_to), _range_dates(date_from, date_to, tz, now or timezone.now()))
+            if part
+        )
+        line = f"{line} · {project.time_zone}"
+    return PageRange(override=override, line=line, note=note, choices=tuple(choices), chosen=chosen)
+
+
+def _within(date_from: str, max_lookback_days: int, *, tz: ZoneInfo, now: dt.datetime) -> bool:
+    """Whether the range from `date_from` to now starts no earlier than `max_lookback_days` days ago (by date)."""
+    if date_from == "all":
+        return False
+    try:
+        start = _resolved(date_from, None, tz, now)[0]
+    except QueryError:
+        return False
+    return start.date() >= (now.astimezone(tz) - dt.timedelta(days=max_lookback_days)).date()
+
+
+def _resolved(date_from: str | None, date_to: str | None, tz: ZoneInfo, now: dt.datetime):
+    """The local first moment and last moment of a range, as the query layer reads it (whole days)."""
+    resolved = dates.resolve(
+        date_from,
+        date_to,
+        explicit=False,
+        interval="day",
+        tz=tz,
+        now=now,
+        earliest=lambda: None,
+        attr=lambda name: name,
+    )
+    return resolved.start.astimezone(tz), (resolved.end - dt.timedelta(microseconds=1)).astimezone(tz)
+
+
+def _range_name(date_from: str | None, date_to: str | None) -> str:
+    if date_to is not None or date_from is None:
+        return ""
+    if date_from in RANGE_NAMES:
+        return RANGE_NAMES[date_from]
+    match = RELATIVE.match(date_from)
+    if match is None:
+        return ""
+    amount, unit = int(match.group(1)), UNIT_NAMES[match.group(2)]
+    return f"Last {unit}" if amount == 1 and unit != "hour" else f"Last {amount} {unit}s"
+
+
+def _range_dates(date_from: str | None, date_to: str | None, tz: ZoneInfo, now: dt.datetime) -> str:
+    if date_from == "all":
+        return ""
+    try:
+        first, last = _resolved(date_from, date_to, tz, now)
+    except QueryError:
+        return " – ".join(value or "now" for value in (date_from, date_to))
+    return days_text(first, last)
+
+
+def days_text(first: dt.datetime, last: dt.datetime) -> str:
+    """`28 Oct – 27 Nov 2026`, `27 Nov 2026` for one day, `28 Dec 2025 – 3 Jan 2026` across a year's end."""
+    if first.date() == last.date():
+        return f"{first.day} {first:%b %Y}"
+    if first.year == last.year:
+        return f"{first.day} {first:%b} – {last.day} {last:%b %Y}"
+    return f"{first.day} {first:%b %Y} – {last.day} {last:%b %Y}"
+
+
+@dataclass(frozen=True)
+class PageTile:
+    """A tile as the page draws it: its insight's chart (None for a text), a line saying which dates its result
+    covers and when it was computed, and its place on the grid (`place`: the CSS class its rule is written for)."""
+
+    tile: DashboardTile
+    name: str = ""
+    chart: Chart | None = None
+    meta: str = ""
+    place: str = ""
+    wide: bool = False
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a tile goes on a wide screen: grid lines of the 12 columns and of the rows its layout's `y` and `h` make
+    (rows no tile starts or ends on are left out, so an unused stretch of the layout leaves no gap)."""
+
+    place: str
+    column: int
+    span: int
+    row_start: int
+    row_end: int
+
+
+@dataclass
+class PageContext:
+    tiles: list[PageTile] = field(default_factory=list)
+    placements: list[Placement] = field(default_factory=list)
+
+
+def page_context(request, dashboard, tiles: Sequence[DashboardTile], results: InsightResults, shown: PageRange):
+    """The template's context of a dashboard's page (PAGE): `dashboard` (or anything with a name and a description),
+    its shown `tiles` in order, their `results` (an InsightResults that computes each tile's effective query) and
+    the range `shown`. Tiles are drawn in the order of their layouts (top to bottom, left to right) and placed by
+    them on wide screens; without a layout, after the others, in their order."""
+    tz = ZoneInfo(dashboard.project.time_zone if hasattr(dashboard, "project") else "UTC")
+    laid = {tile.pk: _layout(tile) for tile in tiles}
+    lines = sorted({edge for layout in laid.values() if layout for edge in (layout[1], layout[1] + layout[3])})
+    row_of = {edge: index + 1 for index, edge in enumerate(lines)}
+    ordered = sorted(
+        tiles,
+        key=lambda tile: (0, laid[tile.pk][1], laid[tile.pk][0]) if laid[tile.pk] else (1, 0, 0),
+    )
+    context = PageContext()
+    for index, tile in enumerate(ordered):
+        place = f"at-{index}"
+        layout = laid[tile.pk]
+        if layout is not None:
+            x, y, w, h = layout
+            context.placements.append(
+                Placement(place=place, column=x + 1, span=w, row_start=row_of[y], row_end=row_of[y + h])
+            )
+        if not tile.insight_id:
+            context.tiles.append(PageTile(tile=tile, place=place))
+            continue
+        insight = tile.insight
+        result = results.of(insight)
+        drawn = chart(insight, result)
+        context.tiles.append(
+            PageTile(
+                tile=tile,
+                name=insight.name or insight.derived_name or "Untitled insight",
+                chart=drawn,
+                meta=_tile_meta(result, tz),
+                place=place,
+                wide=layout is None and drawn.kind == "retention",
+            )
+        )
+    numbers = {"date_from": shown.chosen} if shown.chosen else {}
+    return {
+        "dashboard": dashboard,
+        "tiles": context.tiles,
+        "placements": context.placements,
+        "range": shown,
+        "numbers_href": "?" + urlencode({**numbers, "format": "json"}),
+    }
+
+
+def _layout(tile: DashboardTile) -> tuple[int, int, int, int] | None:
+    """The tile's `layouts.sm` as (x, y, w, h) on the 12-column grid, kept on it; None without a usable one."""
+    layout = (tile.layouts or {}).get("sm") if isinstance(tile.layouts, dict) else None
+    if not isinstance(layout, dict):
+        return None
+    values = [layout.get(name) for name in ("x", "y", "w", "h")]
+    defaults = (None, None, DEFAULT_WIDTH, DEFAULT_HEIGHT)
+    values = [default if value is None else value for value, default in zip(values, defaults, strict=True)]
+    if not all(isinstance(value, int) and not isinstance(value, bool) for value in values):
+        return None
+    x, y, w, h = values
+    x = min(max(x, 0), GRID_COLUMNS - 1)
+    return x, min(max(y, 0), 100_000), min(max(w, 1), GRID_COLUMNS - x), min(max(h, 1), 1_000)
+
+
+def _tile_meta(result: dict, tz: ZoneInfo) -> str:
+    """Which dates the tile's result covers and when it was computed, in the project's time zone."""
+    parts = []
+    covered = result.get("resolved_date_range") or {}
+    try:
+        first = dt.datetime.fromisoformat(covered["date_from"]).astimezone(tz)
+        last = (dt.datetime.fromisoformat(covered["date_to"]) - dt.timedelta(microseconds=1)).astimezone(tz)
+        parts.append(days_text(first, last))
+    except (KeyError, TypeError, ValueError):
+        pass
+    try:
+        computed = dt.datetime.fromisoformat(result["last_refresh"]).astimezone(tz)
+        parts.append(f"computed {computed.day} {computed:%b %Y, %H:%M}")
+    except (KeyError, TypeError, ValueError):
+        parts.append("not computed")
+    text = " · ".join(parts)
+    return text[0].upper() + text[1:]
+
+
+def page_response(request, context: dict, status: int = 200):
+    """The dashboard's page, HTML, with the public pages' headers."""
+    return page(request, PAGE, context, status=status)
+
+
+def json_response(dashboard, tiles: Sequence[DashboardTile], results: InsightResults, shown: PageRange):
+    """Every number of the page, as JSON: each tile with its insight's whole result (every series, every row), in
+    the fields the API's insights carry it in, and the range in force."""
+    override = shown.override
+    data = {
+        "name": dashboard.name,
+        "description": dashboard.description,
+        "timezone": dashboard.project.time_zone,
+        "date_range": {
+            "date_from": override.date_from if override else None,
+            "date_to": override.date_to if override else None,
+            "stated": shown.line,
+            "note": shown.note or None,
+        },
+        "tiles": [_json_tile(tile, results) for tile in tiles],
+    }
+    response = JsonResponse(data)
+    response["Referrer-Policy"] = "no-referrer"
+    response["X-Robots-Tag"] = "noindex, nofollow"
+    return response
+
+
+def _json_tile(tile: DashboardTile, results: InsightResults) -> dict:
+    shown = {"id": tile.pk, "layouts": tile.layouts or {}, "color": tile.color}
+    if not tile.insight_id:
+        return {**shown, "text": {"body": tile.text.body if tile.text_id else ""}}
+    insight = tile.insight
+    return {
+        **shown,
+        "insight": {
+            "short_id": insight.short_id,
+            "name": insight.name,
+            "derived_name": insight.derived_name,
+            "description": insight.description,
+            **results.of(insight),
+        },
+    }

@@ -8,11 +8,27 @@ ETag (`without_results`): computing a result is not a change, and never makes an
 An insight whose query cannot be computed (a kind this service does not compute yet, a stored query the query layer
 refuses, a query past its timeout) has `result: null` and the reason in `error`; it never fails the response that
 shows it.
+
+On a dashboard a tile computes its *effective query* (`effective_query`): the insight's query with the dashboard's
+`filters` in force (their dates over the query's, their properties ANDed to its), and on a public page what the page
+locks or lets its viewer pick. The query layer caches by the normalised query, so the effective query's result is
+kept apart from the insight's own, which it never changes (DECISIONS.md §18).
+
+A public page computes with `refresh=SHARED` (`shared_result`): a result younger than `SHARED_PAGE_REFRESH_SECONDS`
+is shown as it is, and an older one is computed by one viewer while the others wait for it (a lock in the shared
+cache), so that a page costs at most one computation per tile and period however many people look.
 """
 
-from collections.abc import Callable, Iterable
+import copy
+import datetime as dt
+import time
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 
+from django.conf import settings
 from django.core.cache import cache
+from django.utils import timezone
 
 from dashboards.models import Insight
 from pipelines.query.errors import QueryError
@@ -34,33 +50,150 @@ RESULT_FIELDS = (
 )
 # Lists and writes read the cache only; computing is for a GET that asks (or defaults) to.
 CACHE_ONLY = "force_cache"
+# Public pages: fresh for SHARED_PAGE_REFRESH_SECONDS, then computed once for every viewer (`shared_result`).
+SHARED = "shared"
+# The kinds whose `dateRange` and `properties` a dashboard's filters change; a HogQL query is shown as written.
+FILTERED_KINDS = frozenset({"TrendsQuery", "FunnelsQuery", "RetentionQuery"})
+WRAPPERS = ("InsightVizNode", "DataVisualizationNode")
+POLL_SECONDS = 0.05
+
+
+@dataclass(frozen=True)
+class DateOverride:
+    """A date range put in force over every tile's own and the dashboard's: a viewer's pick, or an embed's locked
+    dates. `date_to` None means now."""
+
+    date_from: str | None
+    date_to: str | None = None
+
+
+def effective_query(
+    query: object,
+    *,
+    filters: dict | None = None,
+    extra_properties: Sequence[dict] = (),
+    dates: DateOverride | None = None,
+) -> object:
+    """`query` (as stored: wrapped or bare) as a tile computes it on a dashboard whose `filters` are given: the date
+    range `dates` if given, else the filters' `date_from` and `date_to` when either is set (both replace the query's,
+    as the reference does), else the query's own; its properties ANDed with the filters' `properties` and
+    `extra_properties` (what an embed locks). Kinds without dates or properties (HogQL) are left as they are, as is
+    anything that is not a query (the query layer then says why it cannot run). A new object; `query` is not
+    changed."""
+    source = query
+    while isinstance(source, dict) and source.get("kind") in WRAPPERS and isinstance(source.get("source"), dict):
+        source = source["source"]
+    if not isinstance(source, dict) or source.get("kind") not in FILTERED_KINDS:
+        return query
+    filters = filters if isinstance(filters, dict) else {}
+    added = [*_property_list(filters.get("properties")), *extra_properties]
+    date_range = None
+    if dates is not None:
+        date_range = {"date_from": dates.date_from, "date_to": dates.date_to}
+    elif filters.get("date_from") or filters.get("date_to"):
+        date_range = {"date_from": filters.get("date_from") or None, "date_to": filters.get("date_to") or None}
+    if date_range is None and not added:
+        return query
+    query = copy.deepcopy(query)
+    source = query
+    while source.get("kind") in WRAPPERS:
+        source = source["source"]
+    if date_range is not None:
+        source["dateRange"] = date_range
+    if added:
+        own = source.get("properties")
+        source["properties"] = [*(own if isinstance(own, list) else _property_list(own)), *copy.deepcopy(added)]
+    return query
+
+
+def _property_list(properties) -> list:
+    """Filters as a flat list (ANDed): a list as it is, or the reference's group `{"type": "AND", "values": [...]}`
+    flattened while every level is AND. Anything else is kept as one entry, for the query layer to refuse by name."""
+    if properties is None or properties == {} or properties == []:
+        return []
+    if isinstance(properties, list):
+        return properties
+    if isinstance(properties, dict) and properties.get("type") in ("AND", "OR") and "values" in properties:
+        values = properties["values"]
+        if properties["type"] == "AND" or (isinstance(values, list) and len(values) <= 1):
+            if isinstance(values, list):
+                return [item for value in values for item in _property_list(value)]
+    return [properties]
 
 
 def insight_result(
-    insight: Insight, *, project, refresh: str, before_compute: Callable[[], None] | None = None
+    insight: Insight,
+    *,
+    project,
+    refresh: str,
+    before_compute: Callable[[], None] | None = None,
+    query: object = None,
 ) -> dict:
     """The insight's result as `refresh` says (blocking: cached while fresh, else computed now; force_blocking:
-    computed now; force_cache: cached or null), in RESULT_FIELDS. A query that cannot run gives a null result and
-    its reason in `error`."""
-    if insight.query is None:
+    computed now; force_cache: cached or null; SHARED: see `shared_result`), in RESULT_FIELDS, of `query` when given
+    (a tile's effective query), else of the insight's own. A query that cannot run gives a null result and its
+    reason in `error`."""
+    query = insight.query if query is None else query
+    if query is None:
         return _shown(None, project)
     try:
-        response = run_query(project=project, query=insight.query, refresh=refresh, before_compute=before_compute)
+        if refresh == SHARED:
+            response = shared_result(project=project, query=query)
+        else:
+            response = run_query(project=project, query=query, refresh=refresh, before_compute=before_compute)
     except QueryError as error:
         return _shown(None, project, error=_reason(error))
     return _shown(response, project)
 
 
-def cached_results(insights: Iterable[Insight], *, project) -> dict[int, dict]:
+def shared_result(*, project, query: object) -> dict:
+    """The result of `query` for a public page: the cached one while younger than SHARED_PAGE_REFRESH_SECONDS, else
+    computed by one request while the others wait for it, in this process or another.
+
+    The computing request holds a lock in the shared cache (`add`, which only one caller wins), with a timeout past
+    the query's own so that a process that dies computing does not hold it for ever; the others poll the cache for
+    the new result. A computation that fails is remembered for the same period, so a broken query is not run again
+    for every viewer. QueryError when the query cannot run."""
+    parsed = parse_query(query)
+    key = cache_key(project, parsed)
+    fresh_for = dt.timedelta(seconds=settings.SHARED_PAGE_REFRESH_SECONDS)
+    lock_key, failure_key = f"{key}:computing", f"{key}:failed"
+    lock_seconds = settings.QUERY_TIMEOUT_MS // 1000 + 10
+    while True:
+        found = cache.get_many([key, failure_key])
+        entry = found.get(key)
+        if entry is not None and timezone.now() - entry["computed_at"] < fresh_for:
+            return {**entry["response"], "is_cached": True}
+        failure = found.get(failure_key)
+        if failure is not None:
+            raise QueryError(failure["detail"], attr=failure["attr"], code=failure["code"])
+        token = uuid.uuid4().hex
+        if cache.add(lock_key, token, timeout=lock_seconds):
+            try:
+                return run_query(project=project, query=query, refresh="force_blocking")
+            except QueryError as error:
+                failure = {"detail": str(error.detail), "attr": error.attr, "code": error.code}
+                cache.set(failure_key, failure, settings.SHARED_PAGE_REFRESH_SECONDS)
+                raise
+            finally:
+                if cache.get(lock_key) == token:
+                    cache.delete(lock_key)
+        # Another request computes it: wait for its result (or for its lock to lapse, and then take it).
+        time.sleep(POLL_SECONDS)
+
+
+def cached_results(insights: Iterable[Insight], *, project, query_of: Callable[[Insight], object] | None = None):
     """Each insight's cached result (or none), by id, read from the shared cache in one round trip: what a list page
-    or a dashboard shows without computing. Reads the entries the query layer keeps (pipelines.query.runner)."""
+    or a dashboard shows without computing. Reads the entries the query layer keeps (pipelines.query.runner), of
+    `query_of(insight)` (a tile's effective query) when given."""
     keys, shown = {}, {}
     for insight in insights:
-        if insight.query is None:
+        query = insight.query if query_of is None else query_of(insight)
+        if query is None:
             shown[insight.pk] = _shown(None, project)
             continue
         try:
-            keys[insight.pk] = cache_key(project, parse_query(insight.query))
+            keys[insight.pk] = cache_key(project, parse_query(query))
         except QueryError as error:
             shown[insight.pk] = _shown(None, project, error=_reason(error))
     found = cache.get_many(list(set(keys.values()))) if keys else {}
@@ -92,24 +225,60 @@ class InsightResults:
     (never for a cache hit): the caller's throttle.
     """
 
-    def __init__(self, *, project, refresh: str = CACHE_ONLY, before_compute: Callable[[], None] | None = None):
+    def __init__(
+        self,
+        *,
+        project,
+        refresh: str = CACHE_ONLY,
+        before_compute: Callable[[], None] | None = None,
+        filters: dict | None = None,
+        extra_properties: Sequence[dict] = (),
+        dates: DateOverride | None = None,
+    ):
         self.project = project
         self.refresh = refresh
         self.before_compute = before_compute
+        # What a dashboard's page puts in force over each tile's query (`effective_query`); none: the insight's own.
+        self.filters = filters
+        self.extra_properties = tuple(extra_properties)
+        self.dates = dates
         self._shown: dict[int, dict] = {}
+
+    def for_dashboard(self, dashboard) -> "InsightResults":
+        """The results of `dashboard`'s tiles, its filters in force, in the same mode."""
+        return InsightResults(
+            project=self.project,
+            refresh=self.refresh,
+            before_compute=self.before_compute,
+            filters=dashboard.filters,
+            extra_properties=self.extra_properties,
+            dates=self.dates,
+        )
+
+    def query_of(self, insight: Insight) -> object:
+        """The query `insight` computes here: its own, or its tile's effective query."""
+        if insight.query is None:
+            return None
+        return effective_query(
+            insight.query, filters=self.filters, extra_properties=self.extra_properties, dates=self.dates
+        )
 
     def preload(self, insights: Iterable[Insight | None]) -> None:
         if self.refresh != CACHE_ONLY:
             return
         missing = [insight for insight in insights if insight is not None and insight.pk not in self._shown]
         if missing:
-            self._shown.update(cached_results(missing, project=self.project))
+            self._shown.update(cached_results(missing, project=self.project, query_of=self.query_of))
 
     def of(self, insight: Insight) -> dict:
         shown = self._shown.get(insight.pk)
         if shown is None:
             shown = self._shown[insight.pk] = insight_result(
-                insight, project=self.project, refresh=self.refresh, before_compute=self.before_compute
+                insight,
+                project=self.project,
+                refresh=self.refresh,
+                before_compute=self.before_compute,
+                query=self.query_of(insight),
             )
         return shown
 
@@ -127,6 +296,8 @@ def _shown(response: dict | None, project, *, error: str | None = None) -> dict:
         "is_cached": response.get("is_cached", False),
         "timezone": response.get("timezone", project.time_zone),
         "error": error,
+        # Not a field of the API's insights: the range the result covers, which the pages state.
+        "resolved_date_range": response.get("resolved_date_range"),
     }
 
 

@@ -225,7 +225,8 @@ class TextSerializer(ModelSerializer):
 
 
 class ShownTilesSerializer(serializers.ListSerializer):
-    """A dashboard's tiles: those it shows, in order, never removed ones."""
+    """A dashboard's tiles: those it shows, in order, never removed ones. Their insights' results are those of the
+    dashboard's filters (dashboards.results.effective_query), never the insights' own."""
 
     def related_queryset(self):
         return shown_tiles()
@@ -233,14 +234,23 @@ class ShownTilesSerializer(serializers.ListSerializer):
     def get_attribute(self, instance):
         if "tiles" in getattr(instance, "_prefetched_objects_cache", {}):
             return instance.tiles.all()
-        return shown_tiles().filter(dashboard=instance)
+        tiles = list(shown_tiles().filter(dashboard=instance))
+        for tile in tiles:  # as a prefetch leaves them: each knows its dashboard without a query
+            DashboardTile.dashboard.field.set_cached_value(tile, instance)
+        return tiles
 
     def to_representation(self, data):
         tiles = list(data.all() if isinstance(data, models.manager.BaseManager) else data)
         results = self.context.get("insight_results")
-        if results is not None:  # the tiles' cached results, read in one round trip
-            results.preload(tile.insight for tile in tiles)
-        return super().to_representation(tiles)
+        if results is None or not tiles or not DashboardTile.dashboard.field.is_cached(tiles[0]):
+            return super().to_representation(tiles)
+        # The tiles' insights read their results from the context: for their representation, the dashboard's.
+        self.context["insight_results"] = results.for_dashboard(tiles[0].dashboard)
+        try:
+            self.context["insight_results"].preload(tile.insight for tile in tiles)  # cached ones in one round trip
+            return super().to_representation(tiles)
+        finally:
+            self.context["insight_results"] = results
 
 
 class DashboardTileSerializer(ModelSerializer):

@@ -290,6 +290,9 @@ SITE_URL = os.environ.get("SITE_URL", "http://127.0.0.1:8000")
 # The statement timeout of each query of the query layer (pipelines/query/sql.py); past it the API answers 400
 # `query_timeout`.
 QUERY_TIMEOUT_MS = env_int("QUERY_TIMEOUT_MS", 10_000)
+# A shared page's tile is computed at most once per this many seconds per effective query, however many people look
+# (dashboards/results.py); meanwhile they all see the same result.
+SHARED_PAGE_REFRESH_SECONDS = env_int("SHARED_PAGE_REFRESH_SECONDS", 300)
 
 # Organization invites expire after this many days.
 INVITE_EXPIRY_DAYS = env_int("INVITE_EXPIRY_DAYS", 3)
@@ -353,6 +356,8 @@ REST_FRAMEWORK = {
         "auth_failure": os.environ.get("API_AUTH_FAILURE_RATE", "60/minute"),
         # Wrong passwords for protected shared dashboard pages per client address (dashboards/pages.py).
         "shared_page_unlock": os.environ.get("SHARED_PAGE_UNLOCK_RATE", "10/minute"),
+        # Views of shared dashboard pages per client address (dashboards/pages.py).
+        "shared_page_view": os.environ.get("SHARED_PAGE_VIEW_RATE", "120/minute"),
         # Query computations per key (pipelines/query/views.py); answers from the cache are not counted.
         "query": os.environ.get("API_QUERY_RATE", "120/minute"),
     },
