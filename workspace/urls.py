@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView
 
+from dashboards.embed_pages import embedded_page
 from dashboards.pages import shared_dashboard
 from workspace.health import healthz, readyz
 from workspace.views import DocsView, RedocView, api_not_found, favicon, landing_page, redoc_bundle
@@ -23,6 +24,9 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     # A shared dashboard's public page (HTML, no key); the token is URL-safe base64.
     re_path(r"^shared/(?P<access_token>[A-Za-z0-9_-]+)/?$", shared_dashboard, name="shared-dashboard"),
+    # A signed embed's page (HTML, or JSON with ?format=json; no key): any token reaches the view, which answers every
+    # one it refuses with the same 404.
+    re_path(r"^embed/(?P<token>[^/]+)/?$", embedded_page, name="embed"),
     re_path(r"^api/schema/?$", SpectacularAPIView.as_view(), name="schema"),
     re_path(r"^api/docs/?$", DocsView.as_view(url_name="schema"), name="docs"),
     re_path(r"^api/redoc/?$", RedocView.as_view(url_name="schema"), name="redoc"),

@@ -1,0 +1,195 @@
+"""The page of a signed embed, `/embed/<token>`: the shared page's rendering (dashboards.pages) of what the token
+grants (dashboards.embeds), for whoever holds the link, no key; `?format=json` gives the same tiles' results as JSON.
+
+Every tile computes its effective query (dashboards.results): the dashboard's filters, then the token's locked
+properties ANDed to its own and the locked dates (or a viewer's range inside them, where the token allows one) over
+its range, computed once per SHARED_PAGE_REFRESH_SECONDS for every viewer and cached under that query. A tile whose
+kind takes no properties (HogQL) shows no result on a page that locks anything, rather than more than the token
+grants. The page reads no query parameter but `format`, `date_from` and `date_to`, so no URL widens what it locks.
+
+Framing is what the secret allows: `Content-Security-Policy: frame-ancestors` names its allowed origins (none:
+`'none'`), in place of the default policy's. Views count against the shared pages' rate per address, before the
+token is read; every refused token gets the same 404.
+"""
+
+import json
+from urllib.parse import urlencode
+
+from django.conf import settings
+from django.http import JsonResponse
+from django.views.decorators.cache import never_cache
+from django.views.decorators.clickjacking import xframe_options_exempt
+from django.views.decorators.http import require_http_methods
+
+from dashboards.embeds import Embed, EmbedRefused, ViewerRange, embed_from_token, viewer_range, within_locked
+from dashboards.models import DashboardTile
+from dashboards.pages import (
+    VIEWER_RANGES,
+    PageRange,
+    RangeChoice,
+    json_response,
+    page,
+    page_context,
+    page_response,
+    refused_view,
+    stated_range,
+)
+from dashboards.results import FILTERED_KINDS, RESULT_FIELDS, SHARED, WRAPPERS, DateOverride, InsightResults
+from dashboards.selectors import shown_tiles
+
+NOT_FOUND_PAGE = "dashboards/embed_not_found.html"
+NOT_FOUND = {"type": "invalid_request", "code": "not_found", "detail": "Not found.", "attr": None}
+UNLOCKABLE = "This tile's query cannot be limited to what the embed locks, so it is not shown here."
+CLAMPED = "This page shows no more than the dates its link allows, so it shows the part of your range inside them."
+
+
+class EmbedResults(InsightResults):
+    """The results an embed shows: each tile's effective query with the token's locks, and no result for a tile
+    whose query cannot be held to them."""
+
+    def __init__(self, embed: Embed, override: DateOverride | None):
+        super().__init__(
+            project=embed.project,
+            refresh=SHARED,
+            filters=embed.dashboard.filters if embed.dashboard is not None else None,
+            extra_properties=embed.properties,
+            dates=override,
+        )
+        self.locks = bool(embed.properties or override)
+
+    def of(self, insight) -> dict:
+        if self.locks and insight.query is not None and not lockable(insight.query):
+            unlockable = {**dict.fromkeys(RESULT_FIELDS), "is_cached": False, "error": UNLOCKABLE}
+            return {**unlockable, "timezone": self.project.time_zone}
+        return super().of(insight)
+
+
+def lockable(query) -> bool:
+    """Whether the query takes the properties and dates an embed locks (the kinds the effective query changes)."""
+    while isinstance(query, dict) and query.get("kind") in WRAPPERS:
+        query = query.get("source")
+    return isinstance(query, dict) and query.get("kind") in FILTERED_KINDS
+
+
+@require_http_methods(["GET", "HEAD"])
+@never_cache
+@xframe_options_exempt  # the Content-Security-Policy's frame-ancestors decides who may frame it
+def embedded_page(request, token: str):
+    """The embed's tiles, as HTML or (`?format=json`) JSON; 404 for a token that grants nothing, 429 over the rate."""
+    as_json = request.GET.get("format") == "json"
+    refusal = refused_view(request)
+    if refusal is not None:
+        return throttled(request, refusal.wait, as_json=as_json)
+    try:
+        embed = embed_from_token(token)
+    except EmbedRefused:
+        return not_found(request, as_json=as_json)
+    wanted = viewer_range(embed, request.GET.get("date_from"), request.GET.get("date_to"))
+    override = DateOverride(wanted.date_from, wanted.date_to) if wanted.date_from or wanted.date_to else None
+    shown = embed_range(embed, wanted, override)
+    results = EmbedResults(embed, override)
+    resource = embed.dashboard or embed.insight
+    tiles = embed_tiles(embed)
+    if as_json:
+        response = json_response(resource, tiles, results, shown)
+        add_embed_fields(response, embed)
+        allow_origin(request, response, embed)
+        return response
+    context = page_context(request, resource, tiles, results, shown)
+    if not embed.viewer_date_range:
+        context["numbers_href"] = "?format=json"  # the page's numbers, without a range the token does not allow
+    response = page_response(request, context)
+    response["Content-Security-Policy"] = framed_policy(embed)
+    return response
+
+
+def embed_range(embed: Embed, wanted: ViewerRange, override: DateOverride | None) -> PageRange:
+    """How the page states its range, with the ranges a viewer may pick (those inside the locked ones) where the
+    token lets them."""
+    filters = embed.dashboard.filters if embed.dashboard is not None else None
+    choices = ()
+    if embed.viewer_date_range:
+        chosen = wanted.requested if wanted.chosen else None
+        choices = (
+            RangeChoice(label="The page's own range", href="?", current=not wanted.chosen),
+            *(
+                RangeChoice(label=label, href="?" + urlencode({"date_from": value}), current=value == chosen)
+                for value, label in VIEWER_RANGES
+                if within_locked(embed, value)
+            ),
+        )
+    return stated_range(
+        project=embed.project,
+        filters=filters,
+        override=override,
+        note=CLAMPED if wanted.clamped else "",
+        choices=choices,
+        chosen=wanted.requested if wanted.chosen else None,
+    )
+
+
+def embed_tiles(embed: Embed) -> list[DashboardTile]:
+    """The tiles the embed shows: the dashboard's shown tiles in order, or one tile of the insight."""
+    if embed.dashboard is None:
+        return [DashboardTile(insight=embed.insight, layouts={})]
+    tiles = list(shown_tiles().filter(dashboard=embed.dashboard).select_related("insight", "text"))
+    for tile in tiles:
+        if tile.insight_id:
+            tile.insight.project = embed.project
+    return tiles
+
+
+def add_embed_fields(response, embed: Embed) -> None:
+    """The JSON of the page, with what the token grants: the resource, what it locks and until when."""
+    data = json.loads(response.content)
+    resource = {"dashboard": embed.dashboard.pk} if embed.dashboard is not None else {"insight": embed.insight.pk}
+    locked = {"properties": embed.properties, "date_from": embed.date_from, "date_to": embed.date_to}
+    embedded = {"resource": resource, "locked": locked, "expires_at": embed.expires_at.isoformat()}
+    response.content = json.dumps({**embedded, **data}).encode()
+
+
+def allow_origin(request, response, embed: Embed) -> None:
+    """A page of an allowed origin may read the JSON from its own script (CORS), and no other."""
+    origin = request.headers.get("Origin", "").lower()
+    response["Vary"] = "Origin"
+    if origin and origin in embed.secret.allowed_origins:
+        response["Access-Control-Allow-Origin"] = origin
+
+
+def framed_policy(embed: Embed) -> str:
+    """The HTML pages' Content-Security-Policy with `frame-ancestors` set to the secret's allowed origins."""
+    directives = [
+        directive.strip()
+        for directive in settings.CONTENT_SECURITY_POLICY_HTML.split(";")
+        if directive.strip() and directive.split()[0] != "frame-ancestors"
+    ]
+    return "; ".join([*directives, f"frame-ancestors {embed.frame_ancestors}"])
+
+
+def not_found(request, *, as_json: bool):
+    """The one answer to every token that grants nothing."""
+    if as_json:
+        return json_page_headers(NOT_FOUND, status=404)
+    return page(request, NOT_FOUND_PAGE, {}, status=404)
+
+
+def throttled(request, wait: float | None, *, as_json: bool):
+    if as_json:
+        body = {
+            "type": "throttled_error",
+            "code": "throttled",
+            "detail": "Too many views; try again soon.",
+            "attr": None,
+        }
+        response = json_page_headers(body, status=429)
+    else:
+        response = page(request, NOT_FOUND_PAGE, {"throttled": True}, status=429)
+    response["Retry-After"] = str(int(wait or 1))
+    return response
+
+
+def json_page_headers(body: dict, *, status: int):
+    response = JsonResponse(body, status=status)
+    response["Referrer-Policy"] = "no-referrer"
+    response["X-Robots-Tag"] = "noindex, nofollow"
+    return response

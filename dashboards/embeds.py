@@ -1,0 +1,300 @@
+"""Signed embeds (DECISIONS.md §19): what a token a customer's server signed lets its viewer see.
+
+A customer's server signs a JWT with one of the project's embed secrets (HS256, the secret's `kid` in the header):
+
+    {"resource": {"dashboard": 12} | {"insight": 34},
+     "locked": {"properties": [{"key": "$browser", "value": "Chrome"}], "date_from": "-30d", "date_to": null},
+     "viewer_date_range": false,
+     "exp": <unix time, at most 24 hours ahead>}
+
+`embed_from_token` checks it and returns the `Embed` it grants, or raises `EmbedRefused`, whatever the reason (not a
+JWT, another algorithm or none, an unknown, rotated-out or deleted secret, a bad signature, expired, an expiry too far
+ahead, claims of the wrong shape, a resource that is not the secret's project's, deleted, or an organization that
+allows no public pages): the page answers one and the same 404 for each, so a token's story is not told.
+
+The locked properties are event property filters, as a query's `properties` are; they are ANDed into every tile's
+query, and the locked dates replace its range. Nothing the page's URL says can widen them: the only thing a viewer
+may choose is a date range, where the token allows it, and that stays inside the locked one (`viewer_range`).
+"""
+
+import datetime as dt
+import math
+from dataclasses import dataclass
+from zoneinfo import ZoneInfo
+
+import jwt
+from django.utils import timezone
+from pydantic import TypeAdapter, ValidationError
+
+from dashboards.models import Dashboard, EmbedSecret, Insight
+from dashboards.services import embed_secret_value
+from pipelines.query.dates import resolve
+from pipelines.query.errors import QueryError
+from pipelines.query.nodes import EventPropertyFilter
+
+ALGORITHM = "HS256"
+# A token names its own end, no further than this ahead: a leaked link stops working within a day.
+MAX_LIFETIME = dt.timedelta(hours=24)
+# Clocks of the customer's server and this service may differ by this much.
+CLOCK_SKEW = dt.timedelta(seconds=60)
+# Longer tokens are refused unread (a URL this long is no token this service asks for).
+MAX_TOKEN_LENGTH = 8192
+MAX_LOCKED_PROPERTIES = 20
+# Where a token lets its viewer pick a date range but locks no start, the viewer looks back at most this far.
+VIEWER_MAX_LOOKBACK_DAYS = 90
+# What `all` starts at when locked dates are checked (no project's events are older).
+EARLIEST_EVENT = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+_PROPERTIES = TypeAdapter(list[EventPropertyFilter])
+
+
+class EmbedRefused(Exception):
+    """A token that grants nothing. Its message is for the logs only: the page says the same for every token."""
+
+
+@dataclass(frozen=True)
+class Embed:
+    """What a verified token grants: one dashboard (its shown tiles) or one insight, of the secret's project, with
+    `properties` ANDed into every query and `date_from` / `date_to` (when locked) in force."""
+
+    secret: EmbedSecret
+    dashboard: Dashboard | None
+    insight: Insight | None
+    properties: list[dict]
+    date_from: str | None
+    date_to: str | None
+    viewer_date_range: bool
+    expires_at: dt.datetime
+
+    @property
+    def project(self):
+        return self.secret.project
+
+    @property
+    def frame_ancestors(self) -> str:
+        """The `frame-ancestors` sources of the page: the secret's allowed origins, or `'none'`."""
+        return " ".join(self.secret.allowed_origins) or "'none'"
+
+
+def embed_from_token(token: str, *, now: dt.datetime | None = None) -> Embed:
+    """The embed `token` grants; EmbedRefused for any token that grants nothing (see the module's docstring)."""
+    now = now or timezone.now()
+    if not isinstance(token, str) or len(token) > MAX_TOKEN_LENGTH:
+        raise EmbedRefused("not a token")
+    try:
+        header = jwt.get_unverified_header(token)
+    except jwt.PyJWTError as error:
+        raise EmbedRefused(f"malformed: {error}") from None
+    # Only HS256 is taken: never `none`, and never a public-key algorithm that would read the secret as a key.
+    if header.get("alg") != ALGORITHM:
+        raise EmbedRefused("algorithm")
+    kid = header.get("kid")
+    if not isinstance(kid, str) or not kid or len(kid) > 32:
+        raise EmbedRefused("no kid")
+    secret = EmbedSecret.objects.select_related("project__organization").filter(kid=kid).first()
+    if secret is None:
+        raise EmbedRefused("unknown kid")
+    try:
+        claims = jwt.decode(
+            token,
+            key=embed_secret_value(secret),
+            algorithms=[ALGORITHM],
+            options={"require": ["exp"], "verify_aud": False, "verify_iss": False},
+            leeway=0,
+        )
+    except jwt.PyJWTError as error:
+        raise EmbedRefused(f"signature or claims: {error}") from None
+    expires_at = _expiry(claims.get("exp"), now)
+    if not secret.project.organization.allow_publicly_shared_resources:
+        raise EmbedRefused("public pages are off")
+    dashboard, insight = _resource(claims.get("resource"), secret.project)
+    locked = claims.get("locked")
+    if not isinstance(locked, dict):
+        raise EmbedRefused("locked")
+    properties = _properties(locked.get("properties"))
+    date_from, date_to = locked.get("date_from"), locked.get("date_to")
+    viewer_date_range = claims.get("viewer_date_range", False)
+    if not isinstance(viewer_date_range, bool):
+        raise EmbedRefused("viewer_date_range")
+    embed = Embed(
+        secret=secret,
+        dashboard=dashboard,
+        insight=insight,
+        properties=properties,
+        date_from=date_from,
+        date_to=date_to,
+        viewer_date_range=viewer_date_range,
+        expires_at=expires_at,
+    )
+    if date_from is not None or date_to is not None:
+        if not all(value is None or isinstance(value, str) and 0 < len(value) <= 64 for value in (date_from, date_to)):
+            raise EmbedRefused("locked dates")
+        try:
+            locked_range(embed, now=now)
+        except QueryError as error:
+            raise EmbedRefused(f"locked dates: {error.detail}") from None
+    return embed
+
+
+def embed_token(
+    *,
+    kid: str,
+    secret: str,
+    resource: dict,
+    properties: list[dict],
+    date_from: str | None = None,
+    date_to: str | None = None,
+    viewer_date_range: bool = False,
+    expires_in: dt.timedelta = MAX_LIFETIME,
+    now: dt.datetime | None = None,
+) -> str:
+    """A token as a customer's server signs one (what `manage.py embed_url` prints a link with): HS256 with the
+    secret, its `kid` in the header."""
+    locked = {"properties": properties}
+    if date_from is not None:
+        locked["date_from"] = date_from
+    if date_to is not None:
+        locked["date_to"] = date_to
+    claims = {
+        "resource": resource,
+        "locked": locked,
+        "viewer_date_range": viewer_date_range,
+        "exp": int(((now or timezone.now()) + expires_in).timestamp()),
+    }
+    return jwt.encode(claims, secret, algorithm=ALGORITHM, headers={"kid": kid})
+
+
+def _expiry(exp, now: dt.datetime) -> dt.datetime:
+    # PyJWT has checked that `exp` is a number in the future.
+    if isinstance(exp, bool) or not isinstance(exp, int | float) or not math.isfinite(exp):
+        raise EmbedRefused("exp")
+    if exp > (now + MAX_LIFETIME + CLOCK_SKEW).timestamp():
+        raise EmbedRefused("exp too far ahead")
+    return dt.datetime.fromtimestamp(exp, tz=dt.UTC)
+
+
+def _resource(resource, project) -> tuple[Dashboard | None, Insight | None]:
+    if not isinstance(resource, dict) or len(resource) != 1:
+        raise EmbedRefused("resource")
+    [(kind, pk)] = resource.items()
+    if isinstance(pk, bool) or not isinstance(pk, int) or not 0 < pk < 2**63:
+        raise EmbedRefused("resource id")
+    if kind == "dashboard":
+        dashboard = Dashboard.objects.filter(project=project, deleted=False, pk=pk).first()
+        if dashboard is None:
+            raise EmbedRefused("no such dashboard in the secret's project")
+        dashboard.project = project
+        return dashboard, None
+    if kind == "insight":
+        insight = Insight.objects.filter(project=project, deleted=False, pk=pk).first()
+        if insight is None:
+            raise EmbedRefused("no such insight in the secret's project")
+        insight.project = project
+        return None, insight
+    raise EmbedRefused("resource kind")
+
+
+def _properties(properties) -> list[dict]:
+    if not isinstance(properties, list) or len(properties) > MAX_LOCKED_PROPERTIES:
+        raise EmbedRefused("locked properties")
+    try:
+        filters = _PROPERTIES.validate_python(properties)
+    except ValidationError:
+        raise EmbedRefused("locked properties") from None
+    return [prop.model_dump(mode="json", exclude_none=True) for prop in filters]
+
+
+@dataclass(frozen=True)
+class ViewerRange:
+    """The date range a page shows: `date_from` / `date_to` as the tiles' queries get them (None: the tile's own);
+    whether a viewer chose it (`chosen`, their `requested` start) and whether their choice was narrowed to fit inside
+    what the token allows (`clamped`)."""
+
+    date_from: str | None
+    date_to: str | None
+    clamped: bool = False
+    chosen: bool = False
+    requested: str | None = None
+
+
+def locked_range(embed: Embed, *, now: dt.datetime | None = None) -> tuple[dt.datetime, dt.datetime]:
+    """The locked dates as moments in the project's time zone, `[start, end)`; where no start is locked, the
+    VIEWER_MAX_LOOKBACK_DAYS days before the end. QueryError when they name no range."""
+    tz = ZoneInfo(embed.project.time_zone)
+    found = resolve(
+        embed.date_from or "all",
+        embed.date_to,
+        explicit=True,
+        interval="day",
+        tz=tz,
+        now=now or timezone.now(),
+        earliest=lambda: EARLIEST_EVENT,
+        attr=lambda name: f"locked__{name}",
+    )
+    start, end = found.start.astimezone(tz), found.end.astimezone(tz)
+    if embed.date_from is None or embed.date_from == "all":
+        start = max(start, end - dt.timedelta(days=VIEWER_MAX_LOOKBACK_DAYS))
+    return start, end
+
+
+def viewer_range(embed: Embed, date_from: str | None, date_to: str | None, *, now: dt.datetime | None = None):
+    """The range the page shows for a viewer who asked for `date_from` / `date_to` (the page's query parameters).
+
+    Without the token's leave (`viewer_date_range`), or without a choice, the locked dates (or the tiles' own). With
+    it, the viewer's range cut to fit inside the locked one (or, where no start is locked, the last
+    VIEWER_MAX_LOOKBACK_DAYS days): `clamped` when it had to be. A range that is no range is ignored."""
+    locked = ViewerRange(embed.date_from, embed.date_to)
+    if not embed.viewer_date_range or not (date_from or date_to):
+        return locked
+    now = now or timezone.now()
+    tz = ZoneInfo(embed.project.time_zone)
+    try:
+        lowest, highest = locked_range(embed, now=now)
+        wanted = resolve(
+            (date_from or "")[:64] or None,
+            (date_to or "")[:64] or None,
+            explicit=True,
+            interval="day",
+            tz=tz,
+            now=now,
+            earliest=lambda: None,
+            attr=lambda name: name,
+        )
+    except QueryError:
+        return locked
+    start, end = max(wanted.start.astimezone(tz), lowest), min(wanted.end.astimezone(tz), highest)
+    if start >= end:
+        start, end = lowest, highest
+    clamped = start != wanted.start.astimezone(tz) or end != wanted.end.astimezone(tz)
+    return ViewerRange(
+        _date_value(start), _date_value(end, is_end=True), clamped=clamped, chosen=True, requested=date_from
+    )
+
+
+def within_locked(embed: Embed, date_from: str, *, now: dt.datetime | None = None) -> bool:
+    """Whether a viewer's range from `date_from` to now starts inside the locked range (a choice the page offers)."""
+    now = now or timezone.now()
+    tz = ZoneInfo(embed.project.time_zone)
+    try:
+        lowest, _ = locked_range(embed, now=now)
+        start = resolve(
+            date_from,
+            None,
+            explicit=True,
+            interval="day",
+            tz=tz,
+            now=now,
+            earliest=lambda: EARLIEST_EVENT,
+            attr=lambda name: name,
+        ).start
+    except QueryError:
+        return False
+    return start.astimezone(tz) >= lowest
+
+
+def _date_value(moment: dt.datetime, *, is_end: bool = False) -> str:
+    """A moment as a query's `date_from` / `date_to`: a local midnight as a plain date (as `date_to`, the day before,
+    which a plain date includes whole), so that the query layer's widening to whole days adds nothing to it."""
+    if moment.time() == dt.time(0):
+        return (moment.date() - dt.timedelta(days=1 if is_end else 0)).isoformat()
+    return moment.isoformat()
