@@ -5,7 +5,6 @@ from django.db import models
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from pipelines.batch_exports.exporters.query import QueryError, validate_query
 from pipelines.batch_exports.secrets import EncryptedSecretsJSONField
 
 
@@ -75,10 +74,13 @@ class BatchExport(models.Model):
         if self.start_at is not None and self.end_at is not None and self.start_at >= self.end_at:
             raise ValidationError({"end_at": ValidationError("end_at must be after start_at.", code="invalid")})
         # The API checks the query too (with a 400 on hogql_query); this covers every other writer, admin included.
+        from pipelines.query.errors import QueryError
+        from pipelines.query.exports import compile_export  # the query layer reads the events models
+
         try:
-            validate_query(self.hogql_query)
+            compile_export(self.hogql_query)
         except QueryError as exc:
-            raise ValidationError({"hogql_query": ValidationError(str(exc), code="invalid")}) from exc
+            raise ValidationError({"hogql_query": ValidationError(exc.detail, code="invalid")}) from exc
 
     def __str__(self) -> str:
         return self.name

@@ -9,9 +9,10 @@ from rest_framework.exceptions import ErrorDetail
 from pipelines.batch_exports.destination_checks import FAILED, PASSED, SKIPPED, STEP_NAMES
 from pipelines.batch_exports.destinations import URL_PATTERN, config_errors, public_config
 from pipelines.batch_exports.exporters.base import DestinationError
-from pipelines.batch_exports.exporters.query import QueryError, validate_query
 from pipelines.batch_exports.exporters.safety import check_destination_url
 from pipelines.batch_exports.models import BatchExport, BatchExportBackfill, BatchExportRun, BatchExportRunLog
+from pipelines.query.errors import QueryError
+from pipelines.query.exports import compile_export
 from workspace.api.fields import StrictBooleanField, StrictCharField
 from workspace.api.serializers import ModelSerializer
 
@@ -182,12 +183,12 @@ class BatchExportSerializer(ModelSerializer):
         return value or BatchExport.Model.EVENTS
 
     def validate_hogql_query(self, value: str) -> str:
-        """A SELECT of columns of events with an optional WHERE (DECISIONS.md §14); see
-        pipelines.batch_exports.exporters.query."""
+        """A SELECT of columns of events with an optional WHERE (DECISIONS.md §14), read by the query layer's HogQL
+        translator (pipelines.query.exports)."""
         try:
-            validate_query(value)
+            compile_export(value)
         except QueryError as exc:
-            raise serializers.ValidationError(str(exc), code="invalid") from exc
+            raise serializers.ValidationError(exc.detail, code="invalid") from exc
         return value
 
     def validate(self, attrs):

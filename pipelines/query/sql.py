@@ -75,7 +75,9 @@ def timestamp(value: dt.datetime, engine: str) -> exp.Expression:
         return exp.Anonymous(
             this="toDateTime64", expressions=[string(utc.strftime("%Y-%m-%d %H:%M:%S.%f")), number(6), string("UTC")]
         )
-    return string(utc.strftime("%Y-%m-%d %H:%M:%S.%f").rstrip("0").rstrip("."))
+    # As Django writes it: six digits of microseconds when there are any (`…:00.500000`, never `…:00.5`, which sorts
+    # before it), none otherwise.
+    return string(utc.strftime("%Y-%m-%d %H:%M:%S.%f" if utc.microsecond else "%Y-%m-%d %H:%M:%S"))
 
 
 def _sqlite_path(keys: Sequence[str]) -> exp.Literal:

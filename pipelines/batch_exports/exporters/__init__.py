@@ -4,19 +4,21 @@
         destination_type, config, events,
         batch_export_id=..., run_id=..., data_interval_start=..., data_interval_end=...,
         log=lambda level, message: ...,
-        hogql_query=export.hogql_query,   # optional: columns and WHERE of the export's query
+        columns=select_columns(export.hogql_query),   # optional: the columns of the export's query
     )  # -> ExportResult(records, bytes); raises DestinationError(message, retryable)
 
 `events` is any iterable of event dicts (uuid, event, distinct_id, properties, timestamp, created_at, team_id),
 consumed once and streamed: exporters hold one batch (or one file part) at a time. The config's
-`include_events` / `exclude_events` are applied here, as is `hogql_query` when given (see `query.py`); `records`
-counts the events that passed them (NoOp: the events it read). `columns=` (from `select_columns`) picks the
-columns without a query's WHERE. Each destination type has its module, registered in `EXPORTERS`; the HTTP
-destination always sends whole events (the capture protocol has fixed fields), so columns do not apply to it.
+`include_events` / `exclude_events` are applied here; `records` counts the events that passed them (NoOp: the events
+it read). The WHERE of the export's `hogql_query` is not: the database applies it while the run's events are read
+(`pipelines.query.exports`, used by `run_events` in `pipelines.batch_exports.temporal.activities`), so the events
+given here are already the query's. `columns=` (from `select_columns`) picks the columns; all the event fields
+without it. Each destination type has its module, registered in `EXPORTERS`; the HTTP destination always sends whole
+events (the capture protocol has fixed fields), so columns do not apply to it.
 
 `model="persons"` exports person rows instead (`pipelines.events.persons.iterate_person_rows`: team_id, distinct_id,
 person_id, properties, person_version, created_at, updated_at), keyed at the destination by (team_id, distinct_id);
-the event filters and `hogql_query` do not apply to them.
+the event filters and `columns` do not apply to them.
 
 `export_events` is synchronous (an async worker runs it in a thread). Postgres, Redshift, S3 and HTTP call
 `log("DEBUG", ...)` after each batch or file they write, so a caller can heartbeat from its `log`.
@@ -42,19 +44,9 @@ from pipelines.batch_exports.exporters.base import (
     scrub,
     secret_values,
 )
-from pipelines.batch_exports.exporters.query import QueryError, compile_query, select_columns, validate_query
+from pipelines.query.exports import compile_export
 
-__all__ = [
-    "EXPORTERS",
-    "Column",
-    "DestinationError",
-    "ExportResult",
-    "QueryError",
-    "compile_query",
-    "export_events",
-    "select_columns",
-    "validate_query",
-]
+__all__ = ["EXPORTERS", "Column", "DestinationError", "ExportResult", "export_events", "select_columns"]
 
 # The destinations that write a persons export's rows (the others send or know events only).
 PERSONS_EXPORTERS = ("S3", "Postgres", "Redshift", "NoOp")
@@ -71,6 +63,12 @@ EXPORTERS: dict[str, str] = {
 }
 
 
+def select_columns(hogql_query: str | None) -> list[Column]:
+    """The columns an export's query exports, in order; all the event fields when it is empty. The query layer's
+    QueryError when the query is not one an export can run."""
+    return [Column(name, path) for name, path in compile_export(hogql_query).columns]
+
+
 def export_events(
     destination_type: str,
     config: dict,
@@ -81,7 +79,6 @@ def export_events(
     data_interval_start: datetime,
     data_interval_end: datetime,
     log: Log,
-    hogql_query: str | None = None,
     columns: Sequence[Column] | None = None,
     model: str = "events",
 ) -> ExportResult:
@@ -97,14 +94,8 @@ def export_events(
     if module_name is None:
         raise DestinationError(f"Unknown destination type {destination_type!r}.")
     persons = model == "persons"
-    try:
-        query = compile_query(None if persons else hogql_query)
-    except QueryError as exc:
-        raise DestinationError(f"The export's hogql_query is not valid: {exc}") from exc
     if persons:
         columns = PERSON_COLUMNS
-    elif columns is None:
-        columns = query.columns
     context = ExportContext(
         destination_type=destination_type,
         config=config,
@@ -113,15 +104,13 @@ def export_events(
         data_interval_start=data_interval_start,
         data_interval_end=data_interval_end,
         log=safe_log,
-        columns=tuple(columns) or DEFAULT_COLUMNS,
+        columns=tuple(columns or ()) or DEFAULT_COLUMNS,
         secrets=secrets,
         key=PERSON_KEY if persons else ("uuid",),
     )
     if persons and destination_type not in PERSONS_EXPORTERS:
         raise DestinationError(f"Persons cannot be exported to {destination_type}; choose one of {PERSONS_EXPORTERS}.")
     selected = events if persons else filter_events(events, config)
-    if query.where is not None:
-        selected = (event for event in selected if query.matches(event))
     module = import_module(module_name)
     try:
         return module.export(context, selected)
