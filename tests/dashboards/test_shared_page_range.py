@@ -1,0 +1,127 @@
+"""Viewers pick a date range only where the sharing allows it (DECISIONS.md §19): the page then offers the reference's
+relative ranges as plain links, clamps one beyond `max_lookback_days` and says so; properties are never theirs to
+change."""
+
+import datetime as dt
+import re
+from html import unescape
+from types import SimpleNamespace
+
+import pytest
+from django.test import Client
+
+from tests.dashboards.factories import DashboardFactory, DashboardTileFactory, SharingConfigurationFactory
+from tests.pipelines.query.conftest import NOW, add_event, frozen_now, trends  # noqa: F401 - a fixture
+
+COUNT = {"kind": "InsightVizNode", "source": trends(trendsFilter={"display": "BoldNumber"})}
+
+
+@pytest.fixture
+def views(project, frozen_now, monkeypatch):  # noqa: F811 - the fixture imported above
+    """A page view a day over the last 200 days, from Chrome on even days and Firefox on odd ones."""
+    monkeypatch.setattr("dashboards.pages.timezone", SimpleNamespace(now=lambda: NOW))
+    for days in range(200):
+        add_event(project, NOW - dt.timedelta(days=days, hours=1), **{"$browser": "Chrome" if days % 2 else "Firefox"})
+
+
+def shared(project, *, filters=None, **sharing) -> str:
+    dashboard = DashboardFactory(project=project, filters=filters if filters is not None else {"date_from": "-7d"})
+    DashboardTileFactory(dashboard=dashboard, insight__query=COUNT, insight__name="Views")
+    return SharingConfigurationFactory(dashboard=dashboard, enabled=True, **sharing).access_token
+
+
+def get(token: str, **params) -> str:
+    response = Client().get(f"/shared/{token}", params)
+    assert response.status_code == 200
+    return unescape(response.content.decode())
+
+
+def number(html: str) -> int:
+    return int(re.search(r'<p class="number">([\d,]+)</p>', html).group(1).replace(",", ""))
+
+
+def range_line(html: str) -> str:
+    return re.search(r'<p class="range">([^<]*)</p>', html).group(1)
+
+
+def test_by_default_viewers_get_no_choice_and_a_date_from_in_the_url_changes_nothing(project, views):
+    token = shared(project)
+
+    html = get(token, date_from="-90d")
+
+    assert number(html) == 8 and range_line(html) == "Last 7 days · 11 Mar – 18 Mar 2024 · UTC"
+    assert 'aria-label="Date range"' not in html and "date_from=" not in html
+
+
+def test_where_allowed_the_page_offers_the_relative_ranges_within_its_bound_as_links(project, views):
+    token = shared(project, allow_viewer_date_range=True, max_lookback_days=30)
+
+    html = get(token)
+
+    nav = re.search(r'<nav aria-label="Date range">(.*?)</nav>', html, re.S).group(1)
+    links = re.findall(r'<a href="([^"]*)"( aria-current="true")?>([^<]*)</a>', nav)
+    assert [(href, label) for href, _, label in links] == [
+        ("?", "The dashboard's range"),
+        ("?date_from=-24h", "Last 24 hours"),
+        ("?date_from=-48h", "Last 48 hours"),
+        ("?date_from=-7d", "Last 7 days"),
+        ("?date_from=-14d", "Last 14 days"),
+        ("?date_from=-30d", "Last 30 days"),
+        ("?date_from=mStart", "This month"),
+    ]
+    assert [label for _, current, label in links if current] == ["The dashboard's range"]
+    assert "<script" not in html and "<form" not in html
+
+
+def test_a_picked_range_is_computed_and_stated(project, views):
+    token = shared(project, allow_viewer_date_range=True)
+
+    html = get(token, date_from="-30d")
+
+    assert number(html) == 31 and range_line(html) == "Last 30 days · 17 Feb – 18 Mar 2024 · UTC"
+    assert re.search(r'<a href="\?date_from=-30d" aria-current="true">Last 30 days</a>', html)
+    assert 'href="?date_from=-30d&amp;format=json"' in html or 'href="?date_from=-30d&format=json"' in html
+
+
+def test_a_range_beyond_the_bound_is_clamped_and_the_page_says_so(project, views):
+    token = shared(project, allow_viewer_date_range=True, max_lookback_days=30)
+
+    html = get(token, date_from="-180d")
+
+    assert number(html) == 31 and range_line(html) == "Last 30 days · 17 Feb – 18 Mar 2024 · UTC"
+    note = re.search(r'<p class="note" role="status">([^<]*)</p>', html).group(1)
+    assert note == "This page looks back at most 30 days, so it shows the last 30 days."
+    assert number(get(token, date_from="all")) == 31
+
+
+def test_a_range_that_is_no_relative_range_is_ignored_and_said(project, views):
+    token = shared(project, allow_viewer_date_range=True)
+
+    html = get(token, date_from="2020-01-01")
+
+    assert number(html) == 8 and "not one this page offers" in html
+
+
+def test_viewers_never_change_properties(project, views):
+    filters = {"date_from": "-30d", "properties": [{"key": "$browser", "value": "Chrome"}]}
+    token = shared(project, filters=filters, allow_viewer_date_range=True)
+    chrome = number(get(token))
+
+    html = get(
+        token,
+        properties='[{"key": "$browser", "value": "Firefox"}]',
+        **{"filters": '{"properties": []}', "date_to": "-20d"},
+    )
+
+    assert number(html) == chrome == 15
+    assert number(get(token, date_from="-14d")) == 7  # their range, the dashboard's properties
+
+
+def test_the_json_of_the_page_has_the_picked_range_and_every_result(project, views):
+    token = shared(project, allow_viewer_date_range=True, max_lookback_days=30)
+
+    body = Client().get(f"/shared/{token}", {"date_from": "-90d", "format": "json"}).json()
+
+    assert body["date_range"]["date_from"] == "-30d" and "30 days" in body["date_range"]["note"]
+    [tile] = body["tiles"]
+    assert tile["insight"]["name"] == "Views" and tile["insight"]["result"][0]["aggregated_value"] == 31
