@@ -4,7 +4,11 @@ of `make run` executes), one destination plugin in use, and four weeks of a shop
 The events tell a story the demo dashboard's insights can show: people arrive on a page (`$pageview`), some sign up
 (`signed_up`) and some of those buy (`purchase`), so a funnel has drop-offs at each step; and they come back on later
 days, some often and some never, so retention falls off cohort by cohort. They are made by arithmetic on each
-person's number, not at random, so every seed gives the same numbers (relative to when it ran)."""
+person's number, not at random, so every seed gives the same numbers (relative to when it ran).
+
+The events make persons as capture's would (pipelines.events.persons): whoever signs up first looked at the shop's
+landing page anonymously (`demo-anon-N`, as a browser SDK names a visitor it does not know), and signing up sends
+`$identify` with that anonymous id and the person's email and plan (`$set`), so the two ids are one person."""
 
 import datetime as dt
 import json
@@ -14,6 +18,7 @@ from django.utils import timezone
 
 from organizations.models import Organization, Project
 from pipelines.batch_exports.services import batch_export_backfill, batch_export_create
+from pipelines.events.persons import persons_ingest
 from pipelines.events.services import NewEvent, events_ingest
 from pipelines.plugins.models import Plugin, PluginConfig, PluginSourceFile
 
@@ -23,6 +28,7 @@ DEMO_DAYS = 28
 # them they keep.
 RETURN_DAYS = (1, 2, 3, 5, 7, 10, 14, 21)
 BROWSERS = ("Chrome", "Firefox", "Safari")
+PLANS = ("free", "pro")
 BACKFILL_HOURS = 24
 
 
@@ -51,6 +57,17 @@ def demo_events(now: dt.datetime) -> list[tuple[str, str, dt.datetime, dict]]:
                 )
         start = now - dt.timedelta(days=first, minutes=minutes)
         if person % 3 != 0:  # two in three sign up, twenty minutes after their first page view
+            # Before that, the landing page, seen as a visitor not yet known; signing up joins the two ids.
+            anonymous = f"demo-anon-{person}"
+            landing = {"$current_url": "https://shop.example/", "$browser": browser}
+            events.append(("$pageview", anonymous, start - dt.timedelta(minutes=5), landing))
+            identify = {
+                "$anon_distinct_id": anonymous,
+                "$browser": browser,
+                "$set": {"email": f"customer{person}@shop.example", "plan": PLANS[person % len(PLANS)]},
+                "$set_once": {"first_browser": browser},
+            }
+            events.append(("$identify", distinct_id, start + dt.timedelta(minutes=20), identify))
             events.append(("signed_up", distinct_id, start + dt.timedelta(minutes=20), {"$browser": browser}))
             bought = first - person % 3
             if person % 4 in (1, 2) and bought >= 0:  # half of those buy, the same day or the next
@@ -102,6 +119,8 @@ def create_demo_data(*, user, organization: Organization, project: Project) -> N
         for event, distinct_id, timestamp, properties in demo_events(now)
     ]
     events_ingest(project_id=project.pk, events=events)
+    # Persons as capture makes them: in the order the events happened, `$identify` joining each anonymous id.
+    persons_ingest(project_id=project.pk, events=sorted(events, key=lambda event: event.timestamp))
     hour_ago = now.replace(minute=0, second=0, microsecond=0)
     batch_export_backfill(
         actor=user, batch_export=export, start_at=hour_ago - dt.timedelta(hours=BACKFILL_HOURS), end_at=hour_ago

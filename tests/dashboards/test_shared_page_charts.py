@@ -242,7 +242,7 @@ def test_the_demo_dashboard_draws_every_tile_from_the_demo_events(project, alice
         ],
     )
     demo.create_demo_data(user=alice, organization=organization, project=project)
-    sharing = SharingConfigurationFactory(dashboard=project.dashboards.get(), enabled=True)
+    sharing = project.dashboards.get().sharing_configuration  # the demo shares its dashboard
 
     html = Client().get(f"/shared/{sharing.access_token}").content.decode()
 

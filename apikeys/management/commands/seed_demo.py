@@ -88,6 +88,12 @@ class Command(BaseCommand):
         self.stdout.write(f"API:          {site}/api")
         self.stdout.write(f"Organization: {organization.id}")
         self.stdout.write(f"Project:      {project.id}  (token for sending events: {project.api_token})")
+        # Each app may print lines about its demo records through `<app>.demo.demo_lines` (links to open).
+        for app_config in apps.get_app_configs():
+            if importlib.util.find_spec(f"{app_config.name}.demo") is not None:
+                module = importlib.import_module(f"{app_config.name}.demo")
+                for line in getattr(module, "demo_lines", lambda **_: [])(project=project):
+                    self.stdout.write(line)
         state = "new" if stored is None else "the same as last time"
         self.stdout.write(f"Demo API key ({state}; all scopes; expires {key.expires_at:%Y-%m-%d}; kept in {key_file}):")
         self.stdout.write(plaintext)
