@@ -18,6 +18,7 @@ may choose is a date range, where the token allows it, and that stays inside the
 """
 
 import datetime as dt
+import logging
 import math
 from dataclasses import dataclass
 from zoneinfo import ZoneInfo
@@ -31,6 +32,9 @@ from dashboards.services import embed_secret_value
 from pipelines.query.dates import resolve
 from pipelines.query.errors import QueryError
 from pipelines.query.nodes import EventPropertyFilter
+from workspace.secrets import InvalidToken
+
+logger = logging.getLogger(__name__)
 
 ALGORITHM = "HS256"
 # A token names its own end, no further than this ahead: a leaked link stops working within a day.
@@ -95,9 +99,15 @@ def embed_from_token(token: str, *, now: dt.datetime | None = None) -> Embed:
     if secret is None:
         raise EmbedRefused("unknown kid")
     try:
+        key = embed_secret_value(secret)
+    except InvalidToken:
+        # Encrypted with a key no longer in SECRETS_ENCRYPTION_KEYS (see `manage.py rotate_embed_secrets`).
+        logger.error("Embed secret %s cannot be decrypted with SECRETS_ENCRYPTION_KEYS.", secret.kid)
+        raise EmbedRefused("undecryptable secret") from None
+    try:
         claims = jwt.decode(
             token,
-            key=embed_secret_value(secret),
+            key=key,
             algorithms=[ALGORITHM],
             options={"require": ["exp"], "verify_aud": False, "verify_iss": False},
             leeway=0,
