@@ -88,9 +88,6 @@ HOGQL_REFUSED = [
     ("SELECT uuid FROM events WHERE current_setting('is_superuser') = 'on'", "current_setting() is not allowed"),
     ("SELECT uuid FROM events WHERE CAST(event AS INT) = 1", "cast() is not allowed"),
     ("SELECT uuid FROM events WHERE timestamp > 'yesterday'", "yesterday"),
-    ("SELECT uuid FROM events WHERE timestamp > '9999-12-31'", "beyond the calendar"),
-    ("SELECT uuid FROM events WHERE " + "(" * 30 + "event = 'a'" + ")" * 30, "nests"),
-    ("SELECT uuid FROM events WHERE " + " OR ".join(["event = 'a'"] * 200), "nests"),
 ]
 # What HogQL accepts in /query/ but an export cannot run: refused, saying why.
 EXPORT_REFUSED = [
