@@ -62,7 +62,7 @@ class Label:
     y: str
     text: str
     anchor: str = "middle"  # start, middle or end
-    kind: str = "axis"  # axis, step or value (the CSS class)
+    kind: str = "date"  # date, step or value (the CSS class)
 
 
 @dataclass(frozen=True)
@@ -248,16 +248,17 @@ def _trend(series: list[dict], folded: int, *, bars: bool, interval: str) -> Cha
         lines=lines,
         bars=rects,
         ticks=ticks,
-        labels=_date_labels(moments, days, interval, x_of),
+        labels=_date_labels(moments, days, interval, x_of, centred=bars),
         legend=legend,
         table=Table(columns=["Date", *(mark.label for mark in legend)], rows=rows),
         folded=folded,
     )
 
 
-def _date_labels(moments: list, days: list, interval: str, x_of) -> list[Label]:
+def _date_labels(moments: list, days: list, interval: str, x_of, *, centred: bool) -> list[Label]:
     """Up to MAX_DATE_TICKS dates under the time axis, evenly spread from the first interval to the last, each date
-    written once; the first and last kept inside the chart."""
+    written once, kept inside the chart: under a line's first and last points they start and end there; under bars
+    (`centred`) each is centred on its group."""
     count = len(moments)
     if count == 0:
         return []
@@ -270,12 +271,14 @@ def _date_labels(moments: list, days: list, interval: str, x_of) -> list[Label]:
         if text in written:
             continue
         written.add(text)
-        anchor = "middle"
-        if position == 0 and count > 1:
+        x, anchor = x_of(position), "middle"
+        if centred:
+            x = min(max(x, LEFT + 4 * len(text) // 2), WIDTH - 2 - 4 * len(text) // 2)  # about 4 units a character
+        elif position == 0 and count > 1:
             anchor = "start"
         elif position == count - 1 and count > 1:
             anchor = "end"
-        labels.append(Label(x=_coordinate(x_of(position)), y=str(HEIGHT - 6), text=text, anchor=anchor))
+        labels.append(Label(x=_coordinate(x), y=str(HEIGHT - 6), text=text, anchor=anchor))
     return labels
 
 

@@ -139,10 +139,10 @@ def test_the_shared_page_draws_charts_without_script_or_console_errors(browser, 
     )
     assert blue > 50, "the line is not drawn"
     tiles = browser.find_elements(By.CSS_SELECTOR, "ul.tiles > li.tile")
-    # The funnel: two people viewed a page, one signed up; the first bar is twice the second.
+    # The funnel: two people viewed a page, one signed up; the first bar is twice as long as the second.
     bars = tiles[2].find_elements(By.CSS_SELECTOR, "svg.chart-funnel rect.series")
-    assert [bar.size["height"] > 0 for bar in bars] == [True, True]
-    assert abs(bars[0].size["height"] - 2 * bars[1].size["height"]) <= 1
+    assert [bar.size["width"] > 0 for bar in bars] == [True, True]
+    assert abs(bars[0].size["width"] - 2 * bars[1].size["width"]) <= 1
     # The retention table: u1 came on each of the three days, so the oldest cohort's cells are the darkest.
     retention_table = tiles[3].find_element(By.CSS_SELECTOR, "table.retention")
     assert retention_table.is_displayed()
