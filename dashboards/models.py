@@ -315,10 +315,12 @@ class SharingPassword(models.Model):
 # The sites that may frame embeds: `scheme://host[:port]`, http or https, nothing after (no path, query or wildcard),
 # so that an origin goes into the frame-ancestors directive as it is.
 MAX_ALLOWED_ORIGINS = 20
-ORIGIN = re.compile(
-    r"^https?://(\[[0-9a-f:.]+\]|[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*)"
-    r"(:(6553[0-5]|655[0-2]\d|65[0-4]\d\d|6[0-4]\d{3}|[1-5]\d{4}|[1-9]\d{0,3}))?$"
+ORIGIN_PATTERN = (
+    r"^[Hh][Tt][Tt][Pp][Ss]?://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+    r"(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*)"
+    r"(:(6553[0-5]|655[0-2][0-9]|65[0-4][0-9][0-9]|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3}))?$"
 )
+ORIGIN = re.compile(ORIGIN_PATTERN)
 
 
 def normalized_origins(origins) -> list[str]:

@@ -1,4 +1,5 @@
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.validators import RegexValidator
 from django.db import models
 from django.db.models import Prefetch
 from drf_spectacular.utils import extend_schema_field
@@ -9,6 +10,7 @@ from dashboards.models import (
     MAX_ALLOWED_ORIGINS,
     MAX_TAGS_PER_DASHBOARD,
     MAX_TEXT_BODY,
+    ORIGIN_PATTERN,
     Dashboard,
     DashboardCollaborator,
     DashboardTile,
@@ -670,7 +672,10 @@ class EmbedSecretSerializer(ModelSerializer):
 
     created_by = UserBasicSerializer(read_only=True, allow_null=True)
     allowed_origins = serializers.ListField(
-        child=StrictCharField(max_length=300),
+        # The pattern is published in the schema; validate_allowed_origins then lowercases them.
+        child=StrictCharField(
+            max_length=300, validators=[RegexValidator(ORIGIN_PATTERN, "Enter an origin such as https://example.com.")]
+        ),
         max_length=MAX_ALLOWED_ORIGINS,
         required=False,
         help_text="Sites that may frame the embedded pages, as scheme://host[:port]; none: no site may.",

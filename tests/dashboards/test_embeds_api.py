@@ -63,6 +63,8 @@ class TestCreate:
             "https://example.com; script-src *",
             "'self'",
             "*",
+            "https://example.com:\u0663",  # a digit, but not an ASCII one
+            "https://ex\u00e4mple.com",
         ],
     )
     def test_an_origin_that_is_not_scheme_host_port_is_refused(self, key_client, project, origin):
@@ -74,7 +76,17 @@ class TestCreate:
         assert body["type"] == "validation_error" and body["attr"].startswith("allowed_origins")
         assert not EmbedSecret.objects.exists()
 
-    @pytest.mark.parametrize("body", [{}, {"name": ""}, {"name": 5}, {"name": "x", "allowed_origins": "https://a.b"}])
+    @pytest.mark.parametrize(
+        "body",
+        [
+            {},
+            {"name": ""},
+            {"name": "   "},
+            {"name": 5},
+            {"name": "x", "allowed_origins": "https://a.b"},
+            {"name": "x", "allowed_origins": [f"https://{n}.example.com" for n in range(21)]},
+        ],
+    )
     def test_a_bad_body_is_a_400_naming_its_field(self, key_client, project, body):
         response = key_client("sharing_configuration:write").post(secrets_url(project), body, format="json")
         assert response.status_code == 400
