@@ -161,8 +161,9 @@ class _ExportTranslator(_Translator):
                     f"{_text(inner)[:80]} cannot be exported: select *, the event fields ({', '.join(FIELDS)}) or "
                     "properties.<name>, each with an optional AS name."
                 )
-            self._column(inner, aliases=False)  # an unknown column is refused
-            path = tuple(self._path(inner))
+            path = tuple(self._path(inner))  # read from each event by the exporters: no SQL to build
+            if not (path[0] in FIELDS and len(path) == 1) and not (path[0] == "properties" and len(path) > 1):
+                raise self._unknown(path)
             columns.append((alias or path[-1], path))
         names = [name for name, _ in columns]
         duplicates = sorted({name for name in names if names.count(name) > 1})
@@ -212,7 +213,10 @@ class _ExportTranslator(_Translator):
             return Typed(self._uuid_text() if name == "uuid" else column(name), kind)
         if keys[0] == "properties" and len(keys) > 1:
             return super()._column(node, aliases=False)
-        raise QueryError(f"Unknown column {'.'.join(keys)}: use {', '.join(FIELDS)}, or properties.<name>.")
+        raise self._unknown(keys)
+
+    def _unknown(self, keys) -> QueryError:
+        return QueryError(f"Unknown column {'.'.join(keys)}: use {', '.join(FIELDS)}, or properties.<name>.")
 
     def _uuid_text(self) -> exp.Expression:
         """The event's uuid as its text (lowercase, with dashes), on either engine."""

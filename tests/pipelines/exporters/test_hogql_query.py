@@ -190,9 +190,10 @@ def test_select_columns_names_and_paths():
         Column("b", ("properties", "a", "b")),
     ]
     assert select_columns("") == select_columns(None) == select_columns("SELECT * FROM events") == list(DEFAULT_COLUMNS)
-    assert select_columns("SELECT events.team_id AS project, created_at FROM events") == [
+    assert select_columns("SELECT events.team_id AS project, created_at, properties['say \"hi\"'] FROM events") == [
         Column("project", ("team_id",)),
         Column("created_at", ("created_at",)),
+        Column('say "hi"', ("properties", 'say "hi"')),
     ]
 
 
