@@ -20,9 +20,10 @@ dashboard (the signed embed, dashboards.embed_pages), which pass their own resul
 """
 
 import datetime as dt
+import logging
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from urllib.parse import urlencode
 from zoneinfo import ZoneInfo
 
@@ -42,6 +43,8 @@ from pipelines.query import dates
 from pipelines.query.errors import QueryError
 from workspace.api.throttling import FailedAuthenticationThrottle, FixedWindowRateThrottle
 from workspace.services import activity_log_record
+
+logger = logging.getLogger(__name__)
 
 PAGE = "dashboards/shared_dashboard.html"
 LOCKED_PAGE = "dashboards/shared_dashboard_locked.html"
@@ -388,12 +391,6 @@ class Placement:
     row_end: int
 
 
-@dataclass
-class PageContext:
-    tiles: list[PageTile] = field(default_factory=list)
-    placements: list[Placement] = field(default_factory=list)
-
-
 def page_context(request, dashboard, tiles: Sequence[DashboardTile], results: InsightResults, shown: PageRange):
     """The template's context of a dashboard's page (PAGE): `dashboard` (or anything with a name and a description),
     its shown `tiles` in order, their `results` (an InsightResults that computes each tile's effective query) and
@@ -407,22 +404,24 @@ def page_context(request, dashboard, tiles: Sequence[DashboardTile], results: In
         tiles,
         key=lambda tile: (0, laid[tile.pk][1], laid[tile.pk][0]) if laid[tile.pk] else (1, 0, 0),
     )
-    context = PageContext()
+    shown_tiles, placements = [], []
     for index, tile in enumerate(ordered):
         place = f"at-{index}"
         layout = laid[tile.pk]
         if layout is not None:
             x, y, w, h = layout
-            context.placements.append(
-                Placement(place=place, column=x + 1, span=w, row_start=row_of[y], row_end=row_of[y + h])
-            )
+            placements.append(Placement(place=place, column=x + 1, span=w, row_start=row_of[y], row_end=row_of[y + h]))
         if not tile.insight_id:
-            context.tiles.append(PageTile(tile=tile, place=place))
+            shown_tiles.append(PageTile(tile=tile, place=place))
             continue
         insight = tile.insight
         result = results.of(insight)
-        drawn = chart(insight, result)
-        context.tiles.append(
+        try:
+            drawn = chart(insight, result)
+        except Exception:  # a result of a shape the chart does not expect: this tile says so, the page still shows
+            logger.exception("The chart of insight %s could not be drawn on a public page.", insight.pk)
+            drawn = Chart(kind="empty")
+        shown_tiles.append(
             PageTile(
                 tile=tile,
                 name=insight.name or insight.derived_name or "Untitled insight",
@@ -435,8 +434,8 @@ def page_context(request, dashboard, tiles: Sequence[DashboardTile], results: In
     numbers = {"date_from": shown.chosen} if shown.chosen else {}
     return {
         "dashboard": dashboard,
-        "tiles": context.tiles,
-        "placements": context.placements,
+        "tiles": shown_tiles,
+        "placements": placements,
         "range": shown,
         "numbers_href": "?" + urlencode({**numbers, "format": "json"}),
     }

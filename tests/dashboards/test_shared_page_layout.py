@@ -132,3 +132,17 @@ def test_an_empty_cohort_and_a_step_nobody_reached_are_empty_not_0_percent():
     funnel = chart(insight({"kind": "FunnelsQuery"}), shown(steps))
     assert [label.text for label in funnel.labels] == ["1. $pageview", "0 people", "2. signed_up", "0 people"]
     assert [row[2] for row in funnel.table.rows] == ["", ""]
+
+
+def test_a_chart_that_cannot_be_drawn_shows_no_data_and_the_page_still_shows(project, monkeypatch):
+    dashboard = DashboardFactory(project=project)
+    DashboardTileFactory(dashboard=dashboard, order=0, insight__name="Broken")
+    DashboardTileFactory(dashboard=dashboard, order=1, text_tile=True, text__body="Still here")
+
+    def fail(insight, shown):
+        raise ValueError("a result of an unexpected shape")
+
+    monkeypatch.setattr("dashboards.pages.chart", fail)
+    html = page_of(dashboard)
+
+    assert "No data" in html and "Still here" in html
