@@ -154,22 +154,26 @@ class _ExportTranslator(_Translator):
             if isinstance(expression, exp.Star):
                 columns.extend((name, (name,)) for name in FIELDS)
                 continue
-            alias = expression.alias if isinstance(expression, exp.Alias) else None
-            inner = expression.this if isinstance(expression, exp.Alias) else expression
-            if not isinstance(inner, exp.Column | exp.Bracket | exp.Dot):
-                raise QueryError(
-                    f"{_text(inner)[:80]} cannot be exported: select *, the event fields ({', '.join(FIELDS)}) or "
-                    "properties.<name>, each with an optional AS name."
-                )
-            path = tuple(self._path(inner))  # read from each event by the exporters: no SQL to build
-            if not (path[0] in FIELDS and len(path) == 1) and not (path[0] == "properties" and len(path) > 1):
-                raise self._unknown(path)
-            columns.append((alias or path[-1], path))
+            aliased = isinstance(expression, exp.Alias)
+            path = self._exported(expression.this if aliased else expression)
+            columns.append((expression.alias if aliased else path[-1], path))
         names = [name for name, _ in columns]
         duplicates = sorted({name for name in names if names.count(name) > 1})
         if duplicates:
             raise QueryError(f"The column name {duplicates[0]} appears twice; give one of them another name with AS.")
         return tuple(columns)
+
+    def _exported(self, node: exp.Expression) -> Path:
+        """The path of an exported column, read from each event by the exporters (so no SQL is built for it)."""
+        if not isinstance(node, exp.Column | exp.Bracket | exp.Dot):
+            raise QueryError(
+                f"{_text(node)[:80]} cannot be exported: select *, the event fields ({', '.join(FIELDS)}) or "
+                "properties.<name>, each with an optional AS name."
+            )
+        path = tuple(self._path(node))
+        if (len(path) == 1 and path[0] in FIELDS) or (path[0] == "properties" and len(path) > 1):
+            return path
+        raise self._unknown(path)
 
     # The WHERE ---------------------------------------------------------------------------------------------------
 
