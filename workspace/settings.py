@@ -287,9 +287,16 @@ DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "workspace@localhost")
 # Used to build absolute links in emails (invite acceptance).
 SITE_URL = os.environ.get("SITE_URL", "http://127.0.0.1:8000")
 
-# The statement timeout of each query of the query layer (pipelines/query/sql.py); past it the API answers 400
-# `query_timeout`.
+# How long one computation of the query layer may take, all its statements together (pipelines/query/limits.py); past
+# it the API answers 400 `query_timeout` and nothing of it keeps running.
 QUERY_TIMEOUT_MS = env_int("QUERY_TIMEOUT_MS", 10_000)
+# Computations running at once per API key and per project; past either the API answers 429 with Retry-After.
+API_QUERY_CONCURRENCY = env_int("API_QUERY_CONCURRENCY", 3)
+PROJECT_QUERY_CONCURRENCY = env_int("PROJECT_QUERY_CONCURRENCY", 6)
+# Database time each API key's computations may take per minute; past it the API answers 429 until the minute ends.
+API_QUERY_BUDGET_MS = env_int("API_QUERY_BUDGET_MS", 60_000)
+# The largest answer a query computes: a HogQL result past this many bytes is refused, not held.
+QUERY_MAX_RESULT_BYTES = env_int("QUERY_MAX_RESULT_BYTES", 20_000_000)
 # A shared page's tile is computed at most once per this many seconds per effective query, however many people look
 # (dashboards/results.py); meanwhile they all see the same result.
 SHARED_PAGE_REFRESH_SECONDS = env_int("SHARED_PAGE_REFRESH_SECONDS", 300)

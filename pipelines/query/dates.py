@@ -19,6 +19,10 @@ from zoneinfo import ZoneInfo
 from pipelines.query.errors import QueryError
 
 MAX_INTERVALS = 5_000
+# The dates a query may name: far enough inside Python's calendar (years 1 to 9999) that every interval, trailing
+# window, cohort and time-zone shift worked out from them stays inside it too.
+EARLIEST = dt.datetime(1000, 1, 1, tzinfo=dt.UTC)
+LATEST = dt.datetime(9000, 1, 1, tzinfo=dt.UTC)
 RELATIVE = re.compile(r"^-(\d{1,5})([hdwmy])$")
 DEFAULT_DATE_FROM = "-7d"
 HOUR = dt.timedelta(hours=1)
@@ -114,7 +118,7 @@ def resolve(
     local_now = now.astimezone(tz)
     if date_from == "all":
         first = earliest()
-        start = start_of(unit, (first or local_now).astimezone(tz))
+        start = start_of(unit, within_calendar(first or local_now, attr("date_from")).astimezone(tz))
     else:
         start, _ = _parse(date_from or DEFAULT_DATE_FROM, local_now, tz, attr("date_from"))
         if not explicit:
@@ -132,8 +136,30 @@ def resolve(
     return DateRange(start=start.astimezone(dt.UTC), end=end.astimezone(dt.UTC), interval=interval, tz=tz)
 
 
+def within_calendar(moment: dt.datetime, attr: str) -> dt.datetime:
+    """`moment` when it falls between EARLIEST and LATEST; otherwise QueryError naming `attr`."""
+    if not EARLIEST <= moment < LATEST:
+        raise QueryError(
+            f"Dates must fall between {EARLIEST.year} and {LATEST.year - 1}: {moment.date().isoformat()} does not.",
+            attr=attr,
+        )
+    return moment
+
+
 def _parse(value: str, now: dt.datetime, tz: ZoneInfo, attr: str) -> tuple[dt.datetime, bool]:
     """A moment in `tz`, and whether the value was a plain date (which, as `date_to`, means the whole day)."""
+    try:
+        moment, whole_day = _read(value, now, tz, attr)
+    except (OverflowError, ValueError):  # counted back past the start of the calendar
+        raise QueryError(
+            f"{value.strip()[:50]!r} reaches beyond the calendar: dates must fall between {EARLIEST.year} and "
+            f"{LATEST.year - 1}.",
+            attr=attr,
+        ) from None
+    return within_calendar(moment, attr), whole_day
+
+
+def _read(value: str, now: dt.datetime, tz: ZoneInfo, attr: str) -> tuple[dt.datetime, bool]:
     value = value.strip()
     match = RELATIVE.match(value)
     if match:

@@ -15,3 +15,17 @@ class QueryTimeout(QueryError):
     """The query ran past `QUERY_TIMEOUT_MS` and was stopped."""
 
     default_code = "query_timeout"
+
+
+class QueryThrottled(DomainError):
+    """A computation refused for now: its key or its project is at its limit of computations running at once, or its
+    key has spent its database time for the minute. `wait` is how many seconds to wait before trying again (the
+    API's `Retry-After`)."""
+
+    status_code = 429
+    error_type = "throttled_error"
+    default_code = "throttled"
+
+    def __init__(self, detail: str, *, wait: int):
+        super().__init__(detail, attr=None)
+        self.wait = max(1, int(wait))

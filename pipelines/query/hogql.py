@@ -27,8 +27,10 @@ from decimal import Decimal
 from zoneinfo import ZoneInfo
 
 import sqlglot
+from django.conf import settings
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
+from sqlglot.tokens import Tokenizer, TokenType
 
 from pipelines.query import dates
 from pipelines.query.errors import QueryError
@@ -48,6 +50,10 @@ from pipelines.query.sql import (
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 10_000
+# How deep a text may nest: parentheses (and brackets) within each other, and operators within each other in the
+# tree read from it (`a + b + c` is two deep). Deeper texts are refused before they cost a deep recursion.
+MAX_PARENTHESES = 20
+MAX_DEPTH = 100
 FIELDS = {"uuid": "UUID", "event": "String", "distinct_id": "String", "properties": "JSON", "timestamp": "DateTime"}
 STAR = ("uuid", "event", "distinct_id", "properties", "timestamp")
 FUNCTIONS = (
@@ -77,8 +83,13 @@ class Typed:
 
 def run(parsed: ParsedQuery, *, project, now: dt.datetime) -> dict:
     query: HogQLQuery = parsed.node
-    translation = _Translator(project_id=project.pk, tz=project.time_zone, now=now).translate(query.query)
-    rows = execute(translation.tree)
+    try:
+        translation = _Translator(project_id=project.pk, tz=project.time_zone, now=now).translate(query.query)
+    except RecursionError:
+        raise _too_deep() from None
+    # Rows are read as they come and refused past QUERY_MAX_RESULT_BYTES, never held whole (a worker's memory stays
+    # bounded whatever the rows hold).
+    rows = execute(translation.tree, max_bytes=int(settings.QUERY_MAX_RESULT_BYTES))
     limit = translation.limit
     tz = ZoneInfo(project.time_zone)
     converters = [_converter(type_, tz) for _, type_ in translation.columns]
@@ -168,10 +179,15 @@ class _Translator:
 
     def _parse(self, text: str) -> exp.Select:
         try:
+            _check_nesting(text)
             statements = [statement for statement in sqlglot.parse(text) if statement is not None]
         except SqlglotError as error:
             message = str(error).strip().splitlines()[0][:200] if str(error).strip() else type(error).__name__
             raise QueryError(f"Not a valid query: {message}") from None
+        except RecursionError:  # a chain of prefix operators (NOT NOT …, - - …) the parser reads recursively
+            raise _too_deep() from None
+        if any(_depth(statement) > MAX_DEPTH for statement in statements):
+            raise _too_deep()
         if len(statements) != 1:
             raise QueryError("Several statements are not allowed: give a single SELECT.")
         statement = statements[0]
@@ -325,6 +341,13 @@ class _Translator:
             moment = dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
         except ValueError:
             raise QueryError(f"Not a date or date-time: {text[:50]!r}.") from None
+        try:
+            dates.within_calendar(moment if moment.tzinfo else moment.replace(tzinfo=tz), "query")
+        except (OverflowError, QueryError):
+            raise QueryError(
+                f"{text[:50]!r} is beyond the calendar: dates must fall between {dates.EARLIEST.year} and "
+                f"{dates.LATEST.year - 1}."
+            ) from None
         if kind == "Date":
             value = moment.date().isoformat()
             return Typed(exp.cast(string(value), "DATE") if self.engine == "postgres" else string(value), kind)
@@ -347,12 +370,19 @@ class _Translator:
         if not str(amount_text).isdigit() or unit not in (*INTERVAL_UNITS, "month", "year"):
             raise QueryError("INTERVAL takes a whole number and one of second, minute, hour, day, week, month, year.")
         amount = int(amount_text) * (-1 if isinstance(node, exp.Sub) else 1)
-        if unit in INTERVAL_UNITS:
-            moment = self.now + dt.timedelta(seconds=amount * INTERVAL_UNITS[unit])
-        else:
-            local = self.now.astimezone(ZoneInfo(self.tz))
-            day = dates.add_months(local.date(), amount * (12 if unit == "year" else 1))
-            moment = dt.datetime.combine(day, local.timetz())
+        try:
+            if unit in INTERVAL_UNITS:
+                moment = self.now + dt.timedelta(seconds=amount * INTERVAL_UNITS[unit])
+            else:
+                local = self.now.astimezone(ZoneInfo(self.tz))
+                day = dates.add_months(local.date(), amount * (12 if unit == "year" else 1))
+                moment = dt.datetime.combine(day, local.timetz())
+            moment = dates.within_calendar(moment, "query")
+        except (OverflowError, ValueError, QueryError):
+            raise QueryError(
+                f"INTERVAL {amount_text} {unit.upper()} reaches beyond the calendar: the moment must fall between "
+                f"{dates.EARLIEST.year} and {dates.LATEST.year - 1}."
+            ) from None
         return Typed(timestamp(moment, self.engine), "DateTime")
 
     def _function(self, node: exp.Func, *, aliases: bool) -> Typed:
@@ -400,6 +430,38 @@ class _Translator:
             return Typed((exp.Sum if name == "sum" else exp.Avg)(this=argument.node), "Float64")
         kind = "String" if argument.type == "Property" else argument.type
         return Typed((exp.Min if name == "min" else exp.Max)(this=argument.node), kind)
+
+
+def _check_nesting(text: str) -> None:
+    """QueryError when parentheses or brackets nest deeper than MAX_PARENTHESES (read from the tokens, without
+    recursion)."""
+    depth = 0
+    for token in Tokenizer().tokenize(text):
+        if token.token_type in (TokenType.L_PAREN, TokenType.L_BRACKET):
+            depth += 1
+            if depth > MAX_PARENTHESES:
+                raise QueryError(f"The query nests parentheses more than {MAX_PARENTHESES} deep.")
+        elif token.token_type in (TokenType.R_PAREN, TokenType.R_BRACKET):
+            depth -= 1
+
+
+def _depth(tree: exp.Expression) -> int:
+    """How deep the tree is, walked without recursion."""
+    deepest, stack = 0, [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if depth > MAX_DEPTH:
+            break
+        stack.extend((child, depth + 1) for child in node.iter_expressions())
+    return deepest
+
+
+def _too_deep() -> QueryError:
+    return QueryError(
+        f"The query nests expressions more than {MAX_DEPTH} deep: write long chains of AND, OR or + as IN lists or "
+        "shorter expressions."
+    )
 
 
 def _text(node: exp.Expression) -> str:

@@ -237,6 +237,9 @@ def parse_query(data: object, path: tuple[str, ...] = ("query",)) -> ParsedQuery
     if not isinstance(data, dict):
         raise QueryError("A query is a JSON object with a `kind`.", attr=attr)
     kind = data.get("kind")
+    if kind is not None and not isinstance(kind, str):  # an object or a list cannot name a kind (nor be looked up)
+        known = ", ".join([*QUERIES, *WRAPPERS])
+        raise QueryError(f"A query's kind is a string: one of {known}.", attr=f"{attr}__kind")
     if kind in WRAPPERS:
         model, sources = WRAPPERS[kind]
         wrapper = _validate(model, data, path)

@@ -21,8 +21,11 @@ from collections.abc import Callable
 from django.core.cache import cache
 from django.utils import timezone
 
+from pipelines.events.models import Event
 from pipelines.query import funnels, hogql, retention, trends
+from pipelines.query.limits import QueryLimits, check_shape, within_timeout
 from pipelines.query.nodes import ParsedQuery, parse_query
+from pipelines.query.sql import ENGINE, dialect
 
 REFRESH_MODES = ("blocking", "force_blocking", "force_cache")
 # Bumped when a kind's computation or result shape changes, so results computed before are not served.
@@ -39,12 +42,20 @@ KEPT_FOR_SECONDS = 7 * 24 * 3600
 
 
 def run_query(
-    *, project, query: object, refresh: str = "blocking", before_compute: Callable[[], None] | None = None
+    *,
+    project,
+    query: object,
+    refresh: str = "blocking",
+    before_compute: Callable[[], None] | None = None,
+    limits: QueryLimits | None = None,
 ) -> dict:
     """The result of `query` (request JSON) over `project`'s events, from the cache or computed as `refresh` says.
 
     `before_compute` is called just before a computation (never for a cache hit): the API's throttle of
-    computations. QueryError (a 400 naming the field) for a query that cannot run.
+    computations. A computation runs within `limits` (pipelines.query.limits: the caller's concurrency and budget;
+    without them, the project's concurrency only) and within the timeout, all its statements together.
+    QueryError (a 400 naming the field) for a query that cannot run or whose result would be too large;
+    QueryThrottled (429) for one refused for now.
     """
     parsed = parse_query(query)
     key = cache_key(project, parsed)
@@ -61,9 +72,13 @@ def run_query(
             "cache_key": key,
             "timezone": project.time_zone,
         }
+    check_shape(parsed, project=project, now=now, earliest=lambda: _earliest(project))
     if before_compute is not None:
         before_compute()
-    result = RUNNERS[parsed.node.kind](parsed, project=project, now=now)
+    if limits is None:
+        limits = QueryLimits(as_tile_error=True)
+    with limits.computation(project):
+        result = RUNNERS[parsed.node.kind](parsed, project=project, now=now)
     response = {
         **result,
         "is_cached": False,
@@ -74,6 +89,25 @@ def run_query(
     }
     cache.set(key, {"computed_at": now, "response": response}, KEPT_FOR_SECONDS)
     return response
+
+
+def validate_query(*, project, query: object) -> None:
+    """QueryError naming the field, as a computation would raise it, for a query that cannot run: what saving an
+    insight checks. The query is parsed, its shape counted and its statements built as a computation builds them,
+    but none is run: each gives no rows."""
+    parsed = parse_query(query)
+    now = timezone.now()
+    check_shape(parsed, project=project, now=now, earliest=lambda: _earliest(project))
+    token = ENGINE.set((dialect(), lambda tree: []))
+    try:
+        with within_timeout():
+            RUNNERS[parsed.node.kind](parsed, project=project, now=now)
+    finally:
+        ENGINE.reset(token)
+
+
+def _earliest(project):
+    return Event.objects.filter(project=project).order_by("timestamp").values_list("timestamp", flat=True).first()
 
 
 def cache_key(project, parsed: ParsedQuery) -> str:

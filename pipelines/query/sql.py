@@ -8,24 +8,25 @@ SQLite backend registers on every connection, for local-time truncation). The sa
 `clickhouse` (`JSONExtract*` over the JSON text of `properties`, `toTimeZone`, `toStartOf*`), where events are kept at
 scale: `pipelines.query.clickhouse` runs the query kinds there, with `ENGINE` naming the engine and its executor.
 
-`execute()` runs the rendered statement in a read-only transaction with its own statement timeout
-(`QUERY_TIMEOUT_MS`): `SET TRANSACTION READ ONLY` and `SET LOCAL statement_timeout` on PostgreSQL; `PRAGMA
-query_only` and a progress handler that interrupts the statement on SQLite. The transaction (or the savepoint, when
+`execute()` runs the rendered statement in a read-only transaction with a statement timeout of the time its
+computation has left (pipelines.query.limits: one computation's statements share `QUERY_TIMEOUT_MS`): `SET
+TRANSACTION READ ONLY` and `SET LOCAL statement_timeout` on PostgreSQL; `PRAGMA query_only` and a progress handler
+that interrupts the statement on SQLite. The transaction (or the savepoint, when
 the caller is in one) is rolled back afterwards, so the settings never outlive the query.
 """
 
 import datetime as dt
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 
-from django.conf import settings
 from django.db import DatabaseError, DataError, OperationalError, ProgrammingError, connection, transaction
 from sqlglot import exp
 
 from pipelines.events.models import Event
-from pipelines.query.errors import QueryError, QueryTimeout
+from pipelines.query import limits
+from pipelines.query.errors import QueryError
 
 EVENTS = "events"  # the alias of the events table in every query
 QUERY_CANCELED = "57014"  # PostgreSQL's SQLSTATE for a statement stopped by statement_timeout
@@ -230,25 +231,32 @@ def render(tree: exp.Expression, engine: str) -> str:
     return tree.sql(dialect=engine, identify=True)
 
 
-def execute(tree: exp.Expression) -> list[tuple]:
-    """Run a SELECT tree read-only within `QUERY_TIMEOUT_MS`; its rows. QueryTimeout past the timeout; QueryError when
-    the database refuses the statement (a type it cannot compare, a regular expression it cannot read)."""
+def execute(tree: exp.Expression, *, max_bytes: int | None = None) -> list[tuple]:
+    """Run a SELECT tree read-only within the time its computation has left (pipelines.query.limits: all the
+    statements of one computation share `QUERY_TIMEOUT_MS`); its rows. QueryTimeout past the deadline; QueryError when
+    the database refuses the statement (a type it cannot compare, a regular expression it cannot read).
+
+    With `max_bytes`, rows are read one at a time as the database sends them and the statement is cancelled as soon
+    as their values pass that size: QueryError `result_too_large`, never the whole result held."""
     other = ENGINE.get()
     if other is not None:
         return other[1](tree)
     engine = dialect()
     sql = render(tree, engine)
-    timeout_ms = int(settings.QUERY_TIMEOUT_MS)
+    timeout_ms = limits.remaining_ms()
     try:
         with transaction.atomic():
             with connection.cursor() as cursor:
                 if engine == "postgres":
                     cursor.execute("SET TRANSACTION READ ONLY")
                     cursor.execute(f"SET LOCAL statement_timeout = {timeout_ms}")
-                    cursor.execute(sql)
-                    rows = cursor.fetchall()
+                    if max_bytes is None:
+                        cursor.execute(sql)
+                        rows = cursor.fetchall()
+                    else:  # psycopg's single-row mode: no server-side cursor, so it works behind any pooler
+                        rows = _capped(cursor.cursor.stream(sql), max_bytes)
                 else:
-                    rows = _sqlite_execute(cursor, sql, timeout_ms)
+                    rows = _sqlite_execute(cursor, sql, max_bytes)
             transaction.set_rollback(True)  # nothing to keep; the read-only mode and the timeout end with it
     except DatabaseError as error:
         refusal = _query_error(error, engine)
@@ -258,26 +266,43 @@ def execute(tree: exp.Expression) -> list[tuple]:
     return rows
 
 
-def _sqlite_execute(cursor, sql: str, timeout_ms: int) -> list[tuple]:
+def _sqlite_execute(cursor, sql: str, max_bytes: int | None) -> list[tuple]:
     raw = connection.connection
-    deadline = time.monotonic() + timeout_ms / 1000
+    deadline = limits.deadline()
     cursor.execute("PRAGMA query_only = ON")
     raw.set_progress_handler(lambda: time.monotonic() > deadline, SQLITE_PROGRESS_STEPS)
     try:
         cursor.execute(sql)
-        return cursor.fetchall()
+        return cursor.fetchall() if max_bytes is None else _capped(iter(cursor), max_bytes)
     finally:
         raw.set_progress_handler(None, 0)
         cursor.execute("PRAGMA query_only = OFF")
+
+
+def _capped(rows: Iterator[tuple], max_bytes: int) -> list[tuple]:
+    """The rows while their values stay within `max_bytes` (text and JSON by length, anything else as 8 bytes)."""
+    kept, size = [], 0
+    try:
+        for row in rows:
+            size += sum(len(value) if isinstance(value, str | bytes) else 8 for value in row)
+            if size > max_bytes:
+                raise QueryError(
+                    f"The result is larger than {max_bytes:,} bytes: select fewer columns or rows (LIMIT).",
+                    code="result_too_large",
+                )
+            kept.append(row)
+    finally:
+        close = getattr(rows, "close", None)
+        if close is not None:
+            close()  # a stream left early cancels its statement
+    return kept
 
 
 def _query_error(error: DatabaseError, engine: str) -> QueryError | None:
     """The 400 for a statement the database stopped or refused; None for a database in trouble (the API's 503)."""
     cause = error.__cause__
     if getattr(cause, "sqlstate", None) == QUERY_CANCELED or (engine == "sqlite" and "interrupted" in str(error)):
-        return QueryTimeout(
-            f"The query ran longer than {int(settings.QUERY_TIMEOUT_MS)} ms: narrow the date range or the filters."
-        )
+        return limits.timed_out()
     if isinstance(error, DataError | ProgrammingError) or (engine == "sqlite" and isinstance(error, OperationalError)):
         message = re.sub(r"\s+", " ", str(error).strip().splitlines()[0] if str(error).strip() else "")[:300]
         return QueryError(f"The database could not run the query: {message}")

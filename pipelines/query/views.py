@@ -4,6 +4,7 @@ from rest_framework import viewsets
 from rest_framework.response import Response
 
 from organizations.tenancy import ProjectScopedViewSet
+from pipelines.query.limits import QueryLimits
 from pipelines.query.runner import run_query
 from pipelines.query.serializers import QueryRequestSerializer
 from workspace.api.throttling import QueryRateThrottle
@@ -18,7 +19,8 @@ class QueryViewSet(ProjectScopedViewSet):
 
     A query writes nothing, so the request is not wrapped in the write path's transaction: the query layer runs its
     statements in a read-only transaction of their own. Computations, not cache hits, are throttled per key
-    (`API_QUERY_RATE`).
+    (`API_QUERY_RATE`) and bounded (pipelines.query.limits: computations at once per key and per project, database
+    time per key); every answer states the key's budget of database time in `RateLimit-*` headers.
     """
 
     # /api/projects/{project_id}/query/
@@ -28,6 +30,17 @@ class QueryViewSet(ProjectScopedViewSet):
 
     def dispatch(self, request, *args, **kwargs):
         return viewsets.GenericViewSet.dispatch(self, request, *args, **kwargs)
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        self.limits = QueryLimits.of(request)
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        limits = getattr(self, "limits", None)
+        if limits is not None and request.method == "POST" and response.status_code not in (401, 403, 404):
+            for name, value in limits.headers().items():
+                response[name] = value
+        return super().finalize_response(request, response, *args, **kwargs)
 
     @extend_schema(
         parameters=[PROJECT_ID],
@@ -39,7 +52,8 @@ class QueryViewSet(ProjectScopedViewSet):
         """Compute a TrendsQuery, FunnelsQuery, RetentionQuery or HogQLQuery (or an InsightVizNode or
         DataVisualizationNode wrapping one) over the project's events, or answer from the cache as `refresh` says.
         Unknown kinds and fields inside `query` are a 400 naming their path (`query__series__0__math`); a query past
-        the timeout is a 400 `query_timeout`."""
+        the timeout is a 400 `query_timeout`, one whose result would be too large a 400 (`max_cells`,
+        `result_too_large`); a computation past the key's or the project's limits is a 429 with `Retry-After`."""
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         result = run_query(
@@ -47,6 +61,7 @@ class QueryViewSet(ProjectScopedViewSet):
             query=serializer.validated_data["query"],
             refresh=serializer.validated_data["refresh"],
             before_compute=self.throttle_computation,
+            limits=self.limits,
         )
         return Response(result)
 

@@ -100,7 +100,11 @@ def exception_handler(exc, context):
     """DRF's handler (status, headers such as WWW-Authenticate and Retry-After, rollback), then our body."""
     if isinstance(exc, DomainError):
         set_rollback()
-        return Response(error_body(exc.error_type, exc.code, exc.detail, exc.attr), status=exc.status_code)
+        wait = getattr(exc, "wait", None)  # a refusal for now: when to try again
+        headers = {"Retry-After": str(wait)} if wait is not None else None
+        return Response(
+            error_body(exc.error_type, exc.code, exc.detail, exc.attr), status=exc.status_code, headers=headers
+        )
     if isinstance(exc, DjangoValidationError):
         exc = exceptions.ValidationError(detail=get_error_detail(exc))
     if isinstance(exc, RequestDataTooBig):
