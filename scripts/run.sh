@@ -8,6 +8,9 @@
 # TEMPORAL_METRICS_PORT (Prometheus /metrics, +2000), each following TEMPORAL_PORT unless set; its history, matching
 # and worker services take free ports of 127.0.0.1 that `temporal server start-dev` picks (it has no option for
 # them). Its web UI fetches no news feed. Its database is data/temporal.sqlite3 and its log data/temporal.log.
+#
+# seed_demo prints where to start: admin, the API docs, the demo dashboard's shared page, a signed embed of it for the
+# demo shop's Chrome visitors (with the `manage.py embed_url` command that made it) and the demo API key.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
