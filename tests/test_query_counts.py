@@ -19,6 +19,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from dashboards.models import RestrictionLevel
+from dashboards.services import embed_secret_create
 from organizations.models import Membership
 from pipelines.plugins.models import Plugin
 from tests.dashboards.factories import (
@@ -109,6 +110,12 @@ def dashboard_with_tiles(world, n):
         DashboardTileFactory(dashboard=dashboard, insight__project=world.project, insight__tags=["x"])
         DashboardTileFactory(dashboard=dashboard, text_tile=True)
     return dashboard
+
+
+def embed_secrets(world, n):
+    return [
+        embed_secret_create(actor=world.alice, project=world.project, name=f"Portal {index}")[0] for index in range(n)
+    ]
 
 
 def collaborators(world, n):
@@ -286,6 +293,20 @@ CASES = [
             "select dashboards_sharingpassword",
             "release",
         ],
+        rows=None,
+    ),
+    Case(
+        "embed secrets",
+        ("sharing_configuration:read",),
+        lambda n, w: (embed_secrets(w, n), f"{w.project_url}/embed_secrets/")[1],
+        # The count, the page (+creator).
+        [KEY, PROJECT, "count dashboards_embedsecret", "select dashboards_embedsecret"],
+    ),
+    Case(
+        "embed secret detail",
+        ("sharing_configuration:read",),
+        lambda n, w: f"{w.project_url}/embed_secrets/{embed_secrets(w, n)[0].pk}/",
+        [KEY, PROJECT, "select dashboards_embedsecret"],
         rows=None,
     ),
     Case(
