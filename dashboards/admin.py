@@ -1,4 +1,5 @@
 import logging
+from zoneinfo import ZoneInfo
 
 from django.contrib import admin, messages
 from django.db import transaction
@@ -18,6 +19,7 @@ from dashboards.models import (
     SharingPassword,
     Text,
 )
+from dashboards.pages import tile_meta
 from dashboards.results import InsightResults
 from dashboards.services import dashboard_update, insight_update, text_update
 from workspace.admin import RecordedInlineMixin, RecordedModelAdmin, short, shortened
@@ -52,6 +54,7 @@ def insight_charts(
     the other charts nor the page fail with it (on PostgreSQL a failed query would otherwise spoil the transaction
     the admin page runs in)."""
     results = InsightResults(project=project, refresh="blocking", filters=filters)
+    tz = ZoneInfo(project.time_zone)
     charts = []
     for insight in insights:
         shown = {"insight": insight, "chart": None, "error": None}
@@ -61,6 +64,7 @@ def insight_charts(
             with transaction.atomic():
                 result = results.of(insight)
                 shown["chart"] = chart(insight, result)
+                shown["meta"] = f"{tile_meta(result, tz)} · {project.time_zone}"
             shown["error"] = result["error"]
         except Exception:
             logger.exception("The chart of insight %s could not be drawn in admin.", insight.pk)

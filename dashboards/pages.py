@@ -426,7 +426,7 @@ def page_context(request, dashboard, tiles: Sequence[DashboardTile], results: In
                 tile=tile,
                 name=insight.name or insight.derived_name or "Untitled insight",
                 chart=drawn,
-                meta=_tile_meta(result, tz),
+                meta=tile_meta(result, tz),
                 place=place,
                 wide=layout is None and drawn.kind == "retention",
             )
@@ -456,7 +456,7 @@ def _layout(tile: DashboardTile) -> tuple[int, int, int, int] | None:
     return x, min(max(y, 0), 100_000), min(max(w, 1), GRID_COLUMNS - x), min(max(h, 1), 1_000)
 
 
-def _tile_meta(result: dict, tz: ZoneInfo) -> str:
+def tile_meta(result: dict, tz: ZoneInfo) -> str:
     """Which dates the tile's result covers and when it was computed, in the project's time zone."""
     parts = []
     covered = result.get("resolved_date_range") or {}

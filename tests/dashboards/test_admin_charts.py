@@ -83,5 +83,6 @@ def test_the_dashboard_page_draws_its_tiles_with_the_dashboards_filters(operator
     page = operator.get(reverse("admin:dashboards_dashboard_change", args=[dashboard.pk])).content.decode()
 
     [chart] = charts_of(page)
+    assert re.search(r'<p class="chart-meta">4 Mar – 18 Mar 2024 · computed 18 Mar 2024, 15:30 · UTC</p>', chart)
     points = re.search(r'<polyline class="series" points="([^"]+)"', chart).group(1).split()
     assert len(points) == 15  # the dashboard's 14 days and today, not the insight's week
