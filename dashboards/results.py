@@ -21,6 +21,7 @@ cache), so that a page costs at most one computation per tile and period however
 
 import copy
 import datetime as dt
+import logging
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
@@ -29,11 +30,16 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.core.cache import cache
 from django.utils import timezone
+from rest_framework.exceptions import APIException
 
 from dashboards.models import Insight
-from pipelines.query.errors import QueryError
+from pipelines.query.errors import QueryError, QueryThrottled
+from pipelines.query.limits import QueryLimits
 from pipelines.query.nodes import parse_query
 from pipelines.query.runner import cache_key, run_query
+from workspace.api.exceptions import DATABASE_UNAVAILABLE
+
+logger = logging.getLogger(__name__)
 
 # The fields an insight's result is shown in, after the reference's insight: the query's `results` as `result`, a
 # HogQL query's `columns`, `types` and `hasMore`, and the cache state. `error` says why there is no result.
@@ -83,7 +89,7 @@ def effective_query(
     source = query
     while isinstance(source, dict) and source.get("kind") in WRAPPERS and isinstance(source.get("source"), dict):
         source = source["source"]
-    if not isinstance(source, dict) or source.get("kind") not in FILTERED_KINDS:
+    if not isinstance(source, dict) or not isinstance(source.get("kind"), str) or source["kind"] not in FILTERED_KINDS:
         return query
     filters = filters if isinstance(filters, dict) else {}
     added = [*_property_list(filters.get("properties")), *extra_properties]
@@ -128,6 +134,7 @@ def insight_result(
     refresh: str,
     before_compute: Callable[[], None] | None = None,
     query: object = None,
+    limits: QueryLimits | None = None,
 ) -> dict:
     """The insight's result as `refresh` says (blocking: cached while fresh, else computed now; force_blocking:
     computed now; force_cache: cached or null; SHARED: see `shared_result`), in RESULT_FIELDS, of `query` when given
@@ -140,9 +147,16 @@ def insight_result(
         if refresh == SHARED:
             response = shared_result(project=project, query=query)
         else:
-            response = run_query(project=project, query=query, refresh=refresh, before_compute=before_compute)
+            response = run_query(
+                project=project, query=query, refresh=refresh, before_compute=before_compute, limits=limits
+            )
     except QueryError as error:
         return _shown(None, project, error=_reason(error))
+    except (QueryThrottled, APIException, *DATABASE_UNAVAILABLE):
+        raise  # the request's own refusal (429) or a database that is down (503), not this query's fault
+    except Exception:  # a fault of the query layer with this query: the page still shows, this tile says so
+        logger.exception("Insight %s: its query could not be computed", insight.pk)
+        return _shown(None, project, error="The query could not be computed.")
     return _shown(response, project)
 
 
@@ -172,8 +186,9 @@ def shared_result(*, project, query: object) -> dict:
             try:
                 return run_query(project=project, query=query, refresh="force_blocking")
             except QueryError as error:
-                failure = {"detail": str(error.detail), "attr": error.attr, "code": error.code}
-                cache.set(failure_key, failure, settings.SHARED_PAGE_REFRESH_SECONDS)
+                if error.code != "throttled":  # the project busy now is no fault of the query's to remember
+                    failure = {"detail": str(error.detail), "attr": error.attr, "code": error.code}
+                    cache.set(failure_key, failure, settings.SHARED_PAGE_REFRESH_SECONDS)
                 raise
             finally:
                 if cache.get(lock_key) == token:
@@ -234,8 +249,10 @@ class InsightResults:
         filters: dict | None = None,
         extra_properties: Sequence[dict] = (),
         dates: DateOverride | None = None,
+        limits: QueryLimits | None = None,
     ):
         self.project = project
+        self.limits = limits  # the request's bounds of computation (pipelines.query.limits)
         self.refresh = refresh
         self.before_compute = before_compute
         # What a dashboard's page puts in force over each tile's query (`effective_query`); none: the insight's own.
@@ -253,6 +270,7 @@ class InsightResults:
             filters=dashboard.filters,
             extra_properties=self.extra_properties,
             dates=self.dates,
+            limits=self.limits,
         )
 
     def query_of(self, insight: Insight) -> object:
@@ -279,6 +297,7 @@ class InsightResults:
                 refresh=self.refresh,
                 before_compute=self.before_compute,
                 query=self.query_of(insight),
+                limits=self.limits,
             )
         return shown
 

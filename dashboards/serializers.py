@@ -35,7 +35,7 @@ from dashboards.template_library import (
     validate_template,
 )
 from organizations.models import Membership
-from pipelines.query.runner import REFRESH_MODES
+from pipelines.query.runner import REFRESH_MODES, validate_query
 from workspace.api.fields import StrictBooleanField, StrictCharField, StrictIntegerChoiceField
 from workspace.api.schema import openapi_schema
 from workspace.api.serializers import ModelSerializer
@@ -194,7 +194,11 @@ class InsightSerializer(ModelSerializer):
         return clean_tags(value)
 
     def validate_query(self, value):
-        return validate_object_or_null(value, "The query")
+        value = validate_object_or_null(value, "The query")
+        if value is not None:
+            # What the query layer would refuse is refused now, naming the path as /query/ does (QueryError, a 400).
+            validate_query(project=self.context["view"].project, query=value)
+        return value
 
     def validate_filters(self, value):
         return validate_object_or_null(value, "Filters")

@@ -65,6 +65,7 @@ from dashboards.services import (
 from organizations.models import Membership
 from organizations.tenancy import OrganizationScopedViewSet, ProjectScopedViewSet
 from pipelines.query.errors import QueryError
+from pipelines.query.limits import QueryLimits
 from pipelines.query.runner import REFRESH_MODES
 from workspace.api.throttling import QueryRateThrottle
 from workspace.api.viewsets import CreateMixin, DestroyMixin, ListMixin, RetrieveMixin, UpdateMixin
@@ -120,13 +121,33 @@ class InsightResultsMixin:
     are left out of the activity log's comparisons and of the ETag."""
 
     default_refresh = CACHE_ONLY
+    # A computation refused by the caller's or the project's limits (pipelines.query.limits) is the response's 429; a
+    # dashboard makes it that tile's error instead.
+    limits_as_tile_errors = False
 
     def get_serializer_context(self):
         context = super().get_serializer_context()
         context["insight_results"] = InsightResults(
-            project=self.project, refresh=self.refresh_mode(), before_compute=self.throttle_computation
+            project=self.project,
+            refresh=self.refresh_mode(),
+            before_compute=self.throttle_computation,
+            limits=self.query_limits(),
         )
         return context
+
+    def query_limits(self) -> QueryLimits:
+        """The request's bounds of computation, one object for all its results."""
+        if getattr(self, "_query_limits", None) is None:
+            self._query_limits = QueryLimits.of(self.request, as_tile_error=self.limits_as_tile_errors)
+        return self._query_limits
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        # A response that computed states the caller's budget of query time, as /query/ does.
+        limits = getattr(self, "_query_limits", None)
+        if limits is not None and limits.computed:
+            for name, value in limits.headers().items():
+                response[name] = value
+        return super().finalize_response(request, response, *args, **kwargs)
 
     def refresh_mode(self) -> str:
         if self.action != "retrieve":
@@ -205,6 +226,8 @@ class DashboardViewSet(
 
     def get_serializer_class(self):
         return DashboardBasicSerializer if self.action == "list" else DashboardSerializer
+
+    limits_as_tile_errors = True
 
     def throttle_computation(self) -> None:
         # A tile over the rate is that tile's error; the dashboard and its other tiles still show.

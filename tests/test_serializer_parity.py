@@ -268,7 +268,11 @@ RESOURCES = {
             Write(
                 "POST",
                 INSIGHTS,
-                {"name": "New insight", "query": {"kind": "TrendsQuery"}, "tags": ["x"]},
+                {
+                    "name": "New insight",
+                    "query": {"kind": "TrendsQuery", "series": [{"event": "$pageview"}]},
+                    "tags": ["x"],
+                },
                 201,
                 read=INSIGHTS + "{answer_id}/" + CACHED,
             ),

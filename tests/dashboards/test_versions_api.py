@@ -31,7 +31,11 @@ def history(client, project):
     dashboard_id = created["id"]
     insight = client.post(
         f"/api/projects/{project.pk}/insights/",
-        {"name": "Signups", "query": {"kind": "TrendsQuery", "series": []}, "dashboards": [dashboard_id]},
+        {
+            "name": "Signups",
+            "query": {"kind": "TrendsQuery", "series": [{"event": "signed_up"}]},
+            "dashboards": [dashboard_id],
+        },
         format="json",
     ).json()
     edit = lambda body: client.patch(url(project, dashboard_id), body, format="json")  # noqa: E731
