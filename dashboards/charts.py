@@ -22,7 +22,23 @@ from dashboards.models import Insight
 
 WIDTH, HEIGHT = 320, 160
 LEFT, RIGHT, TOP, BOTTOM = 40, 8, 8, 20  # room for the y ticks' labels on the left and the dates below
-PALETTE = ("#1d4aff", "#f04f58", "#2ea043", "#f7a501", "#9b51e0", "#0fb5ae", "#e3489c", "#6b7280")
+PALETTE = (
+    "#1d4aff",
+    "#f04f58",
+    "#2ea043",
+    "#f7a501",
+    "#9b51e0",
+    "#0fb5ae",
+    "#e3489c",
+    "#6b7280",
+    "#8c5a2b",
+    "#2f6f4f",
+    "#b3261e",
+    "#00629b",
+    "#c29b00",
+    "#5b3cc4",
+    "#d4569d",
+)  # 15 colours: series further on share them, and the legend tells them apart
 BAR_DISPLAYS = frozenset({"ActionsBar", "ActionsStackedBar", "ActionsUnstackedBar"})
 VALUE_DISPLAYS = frozenset({"ActionsBarValue", "ActionsPie", "ActionsTable", "WorldMap"})
 WRAPPERS = ("InsightVizNode", "DataVisualizationNode")
