@@ -8,13 +8,18 @@ builds its trees as it does for PostgreSQL, with the project's filter in the tre
 to `execute` (a cluster's client, or chDB in the tests), then shapes the rows exactly as the kind does for the API.
 
 Two things sqlglot does not transpile are rewritten on the way out:
-- the Django table of events becomes the ClickHouse table (`events`, or any table expression, e.g. `file(…)`), still
-  under the alias `events`, so the project filter and every column keep their meaning;
+- the Django tables of events and of the distinct ids' persons become the ClickHouse tables (`events` and
+  `person_distinct_ids`, or any table expressions, e.g. `file(…)`), still under their aliases, so the project filter
+  and every column keep their meaning;
 - PostgreSQL's `percentile_cont(p) WITHIN GROUP (ORDER BY x)` becomes `quantileExactInclusive(p)(x)`, which
   interpolates between the two nearest ranks as percentile_cont does.
 
 Every statement carries `SETTINGS readonly = 2, max_execution_time = …` (the layer's `QUERY_TIMEOUT_MS`): read-only
-and bounded on the server, as PostgreSQL's `SET TRANSACTION READ ONLY` and `statement_timeout` are.
+and bounded on the server, as PostgreSQL's `SET TRANSACTION READ ONLY` and `statement_timeout` are; and
+`join_use_nulls = 1`, so that an event whose distinct id names no person counts as that id, as on PostgreSQL.
+
+Funnels and retention run the same statement as on PostgreSQL (their events with each one's person, sorted by person
+and time) and the same walk over its rows, in Python.
 """
 
 import datetime as dt
@@ -24,11 +29,11 @@ import sqlglot
 from django.conf import settings
 from sqlglot import exp
 
-from pipelines.events.models import Event
+from pipelines.events.models import Event, PersonDistinctId
 from pipelines.query.errors import QueryError
 from pipelines.query.nodes import ParsedQuery, parse_query
 from pipelines.query.runner import RUNNERS
-from pipelines.query.sql import ENGINE, EVENTS
+from pipelines.query.sql import ENGINE, EVENTS, PERSON_IDS
 
 DIALECT = "clickhouse"
 # The kinds whose trees are shown to render for ClickHouse (tests/pipelines/test_clickhouse_rendering.py runs each in
@@ -36,15 +41,19 @@ DIALECT = "clickhouse"
 KINDS = frozenset({"TrendsQuery", "HogQLQuery", "FunnelsQuery", "RetentionQuery"})
 
 
-def render(tree: exp.Expression, *, events_table: str = "events") -> str:
-    """The ClickHouse SQL of a tree of the query layer, reading events from `events_table` (a table name, or a table
-    expression such as `file('events.parquet', Parquet)`)."""
-    source = _table(events_table)
+def render(tree: exp.Expression, *, events_table: str = "events", persons_table: str = "person_distinct_ids") -> str:
+    """The ClickHouse SQL of a tree of the query layer, reading events from `events_table` and the distinct ids'
+    persons from `persons_table` (each a table name, or a table expression such as `file('x.parquet', Parquet)`)."""
+    sources = {
+        Event._meta.db_table: (_table(events_table), EVENTS),
+        PersonDistinctId._meta.db_table: (_table(persons_table), PERSON_IDS),
+    }
 
     def rewrite(node: exp.Expression) -> exp.Expression:
-        if isinstance(node, exp.Table) and node.name == Event._meta.db_table and not node.args.get("db"):
+        if isinstance(node, exp.Table) and node.name in sources and not node.args.get("db"):
+            source, alias = sources[node.name]
             table = source.copy()
-            table.set("alias", exp.TableAlias(this=exp.to_identifier(EVENTS)))
+            table.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
             return table
         if isinstance(node, exp.WithinGroup) and isinstance(node.this, exp.PercentileCont):
             [ordered] = node.expression.expressions
@@ -60,6 +69,9 @@ def render(tree: exp.Expression, *, events_table: str = "events") -> str:
         [
             exp.EQ(this=exp.var("readonly"), expression=exp.Literal.number(2)),
             exp.EQ(this=exp.var("max_execution_time"), expression=exp.Literal.number(seconds)),
+            # A LEFT JOIN's missing row is NULLs, as in SQL (ClickHouse's default is each type's zero value): an event
+            # whose distinct id names no person counts as that id.
+            exp.EQ(this=exp.var("join_use_nulls"), expression=exp.Literal.number(1)),
         ],
     )
     return rendered.sql(dialect=DIALECT, identify=True)
@@ -72,22 +84,42 @@ def run(
     now: dt.datetime,
     execute: Callable[[str], list[tuple]],
     events_table: str = "events",
+    persons_table: str = "person_distinct_ids",
 ) -> dict:
     """The result of a parsed query over `project`'s events in ClickHouse, as the API computes it from its own
-    database: `execute(sql)` runs each statement and returns its rows as tuples."""
+    database: `execute(sql)` runs each statement and returns its rows as tuples (for a funnel's or retention's
+    statement, rows sorted by person that the same walk reads; a client may return them as an iterator of blocks'
+    rows, so that they are not held whole)."""
     kind = parsed.node.kind
     if kind not in KINDS:
         raise QueryError(f"{kind} is not rendered for ClickHouse.", attr=parsed.attr("kind"))
-    token = ENGINE.set((DIALECT, lambda tree: execute(render(tree, events_table=events_table))))
+    token = ENGINE.set(
+        (DIALECT, lambda tree: execute(render(tree, events_table=events_table, persons_table=persons_table)))
+    )
     try:
         return RUNNERS[kind](parsed, project=project, now=now)
     finally:
         ENGINE.reset(token)
 
 
-def run_query(*, project, query: object, now: dt.datetime, execute, events_table: str = "events") -> dict:
+def run_query(
+    *,
+    project,
+    query: object,
+    now: dt.datetime,
+    execute,
+    events_table: str = "events",
+    persons_table: str = "person_distinct_ids",
+) -> dict:
     """`run()` of a query as a request sends it (wrappers unwrapped, fields checked)."""
-    return run(parse_query(query), project=project, now=now, execute=execute, events_table=events_table)
+    return run(
+        parse_query(query),
+        project=project,
+        now=now,
+        execute=execute,
+        events_table=events_table,
+        persons_table=persons_table,
+    )
 
 
 def _table(text: str) -> exp.Table:

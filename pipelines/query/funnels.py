@@ -1,32 +1,37 @@
 """FunnelsQuery: how many people did each step of a sequence of events, and how long they took between steps.
 
-People are counted by `distinct_id`: the query layer does not merge the ids of one person yet, so a person who used
-two ids counts as two. Events count when they are in the date range, match the query's `properties` and the step's
-event and properties. Each event of the first step starts an attempt; every later step must happen within the
-conversion window (`funnelWindowInterval` `funnelWindowIntervalUnit`, 14 days by default) of the first one, the
-window's end included. The order types:
+People are persons (DECISIONS.md §18): the person each event's distinct id belongs to, or the id itself when it names
+no person, so an anonymous page view followed by an identified sign-up is one person converting. Events count when
+they are in the date range, match the query's `properties` and the step's event and properties. Every later step
+must happen within the conversion window (`funnelWindowInterval` `funnelWindowIntervalUnit`, 14 days by default) of
+the first one, the window's end included (a month's window stops at the month's last day: 31 January + 1 month is 29
+February). The order types:
 
-- `ordered` (default): each step strictly after the one before, other events in between allowed. Taking the
-  earliest event of each step after the previous one reaches as far as any choice can, so each attempt is a chain of
-  joins, one per step, each keeping the first matching event (`MIN`).
+- `ordered` (default): each step strictly after the one before (two events at the same instant do not convert),
+  other events in between allowed;
 - `strict`: each step is the person's very next event (of any kind, in the range and matching the query's
-  `properties`), ordered by time then by arrival: `LEAD` over the person's events.
+  `properties`; events at the same instant in the order they arrived), strictly after the one before;
 - `unordered`: the steps in any order; an attempt starts at any event of any step, and the steps done within the
   window count, in the order they were first done.
 
-Every attempt becomes rows (person, attempt, position, time); each person's attempt that got furthest (the earliest
-of those) is the one counted, so a person counts once per step reached. Conversion times are the seconds from the
-previous step's event to this step's in those attempts: their average, and their median (PostgreSQL's
-`percentile_cont`; on SQLite, which has no such aggregate, the times of each step are fetched in order and the
-median taken here).
+One pass per person. One SQL statement reads the events that may take part (those of any step; for `strict`, all of
+the person's events), each with its person and a bitmask of the steps it matches, sorted by person and time; the rows
+are streamed (`sql.stream`) and each person's are walked once, here, keeping only what the walk needs (a chain per
+step; for `unordered`, the events of one window). There is no join per step and no attempt per first-step event.
 
-Everything up to those last numbers is one SQL statement built as a sqlglot tree, with the project's filter on every
-read of the events table.
+The walk is the reference's (its funnel UDF): a first-step event starts a chain; an event of step k extends the chain
+that reached step k - 1 if it is within that chain's window, so a later start replaces an earlier one (it has more
+window left). The person's chain that first reached their furthest step is the one counted: the person counts once
+for each step up to it, and that chain's times are the person's conversion times. Each step's average and median
+(linear between the two middle values, as PostgreSQL's `percentile_cont(0.5)`) are over those people.
 """
 
 import datetime as dt
 import math
-from collections import defaultdict
+from collections import deque
+from collections.abc import Callable, Iterable
+from itertools import groupby
+from operator import itemgetter
 from zoneinfo import ZoneInfo
 
 from sqlglot import exp
@@ -39,17 +44,19 @@ from pipelines.query.properties import property_condition
 from pipelines.query.sql import (
     column,
     dialect,
-    epoch_seconds,
-    execute,
+    epoch,
     number,
+    person,
     project_events,
-    shifted,
+    seconds,
+    stream,
     string,
     timestamp,
-    values_table,
+    with_persons,
 )
 
-ATTEMPT, HITS, STEP, ROW, RANKED = "attempt", "hits", "steps", "step_row", "ranked"
+WINDOW_SECONDS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400, "week": 7 * 86400}
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 def run(parsed: ParsedQuery, *, project, now: dt.datetime) -> dict:
@@ -71,8 +78,12 @@ def run(parsed: ParsedQuery, *, project, now: dt.datetime) -> dict:
         ),
         attr=lambda key: parsed.attr("dateRange", key),
     )
-    funnel = _Funnel(parsed, project_id=project.pk, engine=engine, start=resolved.start, end=resolved.end)
-    counts, averages, medians = funnel.compute()
+    tree = rows_tree(parsed, project_id=project.pk, engine=engine, start=resolved.start, end=resolved.end)
+    filters = query.funnelsFilter
+    walk = WALKS[filters.funnelOrderType]
+    deadline = window(filters.funnelWindowInterval, filters.funnelWindowIntervalUnit)
+    steps = len(query.series)
+    counts, times = stream(tree, lambda rows: tally(rows, walk, steps, deadline, seconds(engine)))
     results = []
     for order, series in enumerate(query.series):
         name = series.event if series.event is not None else "All events"
@@ -83,9 +94,9 @@ def run(parsed: ParsedQuery, *, project, now: dt.datetime) -> dict:
                 "custom_name": series.custom_name,
                 "order": order,
                 "type": "events",
-                "count": counts.get(order, 0),
-                "average_conversion_time": averages.get(order) if order else None,
-                "median_conversion_time": medians.get(order) if order else None,
+                "count": counts[order],
+                "average_conversion_time": _seconds(_mean(times[order])) if order else None,
+                "median_conversion_time": _seconds(_median(sorted(times[order]))) if order else None,
             }
         )
     return {
@@ -97,293 +108,219 @@ def run(parsed: ParsedQuery, *, project, now: dt.datetime) -> dict:
     }
 
 
-class _Funnel:
-    """One funnel's conditions and the tree that computes it."""
+def rows_tree(parsed: ParsedQuery, *, project_id: int, engine: str, start: dt.datetime, end: dt.datetime):
+    """The one statement: (person, timestamp, steps bitmask) of the events a funnel walks, by person, time, arrival.
 
-    def __init__(self, parsed: ParsedQuery, *, project_id: int, engine: str, start: dt.datetime, end: dt.datetime):
-        query: FunnelsQuery = parsed.node
-        self.engine = engine
-        self.order_type = query.funnelsFilter.funnelOrderType
-        self.window = (query.funnelsFilter.funnelWindowInterval, query.funnelsFilter.funnelWindowIntervalUnit)
-        self.table, project_filter = project_events(project_id)
-        ts = column("timestamp")
-        # What every event read must satisfy: this project, the range, the query's own property filters.
-        self.base = [
-            project_filter,
-            exp.GTE(this=ts, expression=timestamp(start, engine)),
-            exp.LT(this=ts.copy(), expression=timestamp(end, engine)),
-            *(
-                property_condition(prop, engine, parsed.attr("properties", index))
-                for index, prop in enumerate(query.properties)
-            ),
+    For `ordered` and `unordered` the events of any step; for `strict` every event (a step must be the very next one,
+    so the events between steps matter, with a mask of 0)."""
+    query: FunnelsQuery = parsed.node
+    table, project_filter = project_events(project_id)
+    ts = column("timestamp")
+    conditions = [
+        project_filter,
+        exp.GTE(this=ts, expression=timestamp(start, engine)),
+        exp.LT(this=ts.copy(), expression=timestamp(end, engine)),
+        *(
+            property_condition(prop, engine, parsed.attr("properties", index))
+            for index, prop in enumerate(query.properties)
+        ),
+    ]
+    steps = []
+    for order, series in enumerate(query.series):
+        step = [
+            property_condition(prop, engine, parsed.attr("series", order, "properties", index))
+            for index, prop in enumerate(series.properties)
         ]
-        self.steps = []
-        for order, series in enumerate(query.series):
-            conditions = [
-                property_condition(prop, engine, parsed.attr("series", order, "properties", index))
-                for index, prop in enumerate(series.properties)
-            ]
-            if series.event is not None:
-                conditions.append(exp.EQ(this=column("event"), expression=string(series.event)))
-            self.steps.append(exp.and_(*conditions) if conditions else exp.true())
-
-    def compute(self) -> tuple[dict[int, int], dict[int, float], dict[int, float]]:
-        """Per position: the people who reached it, and the average and median seconds from the position before."""
-        best = self._best_rows()
-        position = exp.column("position", table=RANKED)
-        diff = exp.column("diff", table=RANKED)
-        aggregates = [exp.Count(this=exp.Star()).as_("reached"), exp.Avg(this=diff.copy()).as_("average")]
-        if self.engine == "postgres":
-            median = exp.WithinGroup(
-                this=exp.PercentileCont(this=exp.Literal.number(0.5)),
-                expression=exp.Order(expressions=[exp.Ordered(this=diff.copy())]),
-            )
-            aggregates.append(median.as_("median"))
-        select = (
-            exp.select(position.copy(), *aggregates)
-            .from_(exp.Subquery(this=best.copy(), alias=exp.TableAlias(this=exp.to_identifier(RANKED))))
-            .group_by(position.copy())
-            .order_by(position.copy())
-        )
-        counts, averages, medians = {}, {}, {}
-        for row in execute(select):
-            counts[row[0]] = int(row[1])
-            averages[row[0]] = _seconds(row[2])
-            if self.engine == "postgres":
-                medians[row[0]] = _seconds(row[3])
-        if self.engine != "postgres":
-            times = (
-                exp.select(position.copy(), diff.copy())
-                .from_(exp.Subquery(this=best, alias=exp.TableAlias(this=exp.to_identifier(RANKED))))
-                .where(exp.GT(this=position.copy(), expression=number(0)))
-                .order_by(position.copy(), diff.copy())
-            )
-            samples: dict[int, list[float]] = defaultdict(list)
-            for step, seconds in execute(times):
-                samples[step].append(float(seconds))
-            medians = {step: _seconds(_median(values)) for step, values in samples.items()}
-        return counts, averages, medians
-
-    # The attempts: one row per attempt, (distinct_id, anchor, start, t0, ... t<n-1>), a step's time NULL when the
-    # attempt did not reach it (for `unordered`, each step's first time in the window, in no particular order).
-
-    def _deadline(self, start: exp.Expression) -> exp.Expression:
-        amount, unit = self.window
-        return shifted(start, amount, unit, self.engine)
-
-    def _where(self, *more: exp.Expression) -> exp.Expression:
-        return exp.and_(*(condition.copy() for condition in self.base), *(condition.copy() for condition in more))
-
-    def _attempts(self) -> exp.Select:
-        return {"ordered": self._ordered, "strict": self._strict, "unordered": self._unordered}[self.order_type]()
-
-    def _ordered(self) -> exp.Select:
-        ts = column("timestamp")
-        select = (
-            exp.select(
-                column("distinct_id").as_("distinct_id"),
-                column("id").as_("anchor"),
-                ts.as_("start"),
-                ts.copy().as_("t0"),
-            )
-            .from_(self.table.copy())
-            .where(self._where(self.steps[0]))
-        )
-        for step in range(1, len(self.steps)):
-            kept = [
-                _col(ATTEMPT, "distinct_id"),
-                _col(ATTEMPT, "anchor"),
-                _col(ATTEMPT, "start"),
-                *(_col(ATTEMPT, f"t{i}") for i in range(step)),
-            ]
-            # The step's events first, on their own (DISTINCT keeps SQLite from folding them back into the join): a
-            # small table the database hashes (PostgreSQL) or indexes on the fly (SQLite) by person, rather than the
-            # events table scanned once per attempt.
-            hits = (
-                exp.select(column("distinct_id").as_("distinct_id"), ts.copy().as_("ts"))
-                .distinct()
-                .from_(self.table.copy())
-                .where(self._where(self.steps[step]))
-            )
-            on = exp.and_(
-                exp.EQ(this=_col(HITS, "distinct_id"), expression=_col(ATTEMPT, "distinct_id")),
-                exp.GT(this=_col(HITS, "ts"), expression=_col(ATTEMPT, f"t{step - 1}")),
-                exp.LTE(this=_col(HITS, "ts"), expression=self._deadline(_col(ATTEMPT, "start"))),
-            )
-            select = (
-                exp.select(*(col.as_(col.name) for col in kept), exp.Min(this=_col(HITS, "ts")).as_(f"t{step}"))
-                .from_(_aliased(select, ATTEMPT))
-                .join(_aliased(hits, HITS), on=on, join_type="left")
-                .group_by(*(col.copy() for col in kept))
-            )
-        return select
-
-    def _strict(self) -> exp.Select:
-        ts = column("timestamp")
-        window = {
-            "partition_by": [column("distinct_id")],
-            "order": exp.Order(expressions=[exp.Ordered(this=ts.copy()), exp.Ordered(this=column("id"))]),
-        }
-        leads = []
-        for step in range(1, len(self.steps)):
-            flag = exp.Lead(this=_flag(self.steps[step]), offset=number(step))
-            leads += [
-                exp.Window(this=flag, **_copied(window)).as_(f"s{step}"),
-                exp.Window(this=exp.Lead(this=ts.copy(), offset=number(step)), **_copied(window)).as_(f"l{step}"),
-            ]
-        following = (
-            exp.select(
-                column("distinct_id").as_("distinct_id"),
-                column("id").as_("anchor"),
-                ts.copy().as_("start"),
-                _flag(self.steps[0]).as_("s0"),
-                *leads,
-            )
-            .from_(self.table.copy())
-            .where(self._where())
-        )
-        deadline = self._deadline(_col(ATTEMPT, "start"))
-        reached: list[exp.Expression] = []
-        times = []
-        for step in range(1, len(self.steps)):
-            reached += [
-                exp.EQ(this=_col(ATTEMPT, f"s{step}"), expression=number(1)),
-                exp.LTE(this=_col(ATTEMPT, f"l{step}"), expression=deadline.copy()),
-            ]
-            done = exp.and_(*(condition.copy() for condition in reached))
-            times.append(exp.Case(ifs=[exp.If(this=done, true=_col(ATTEMPT, f"l{step}"))]).as_(f"t{step}"))
-        return (
-            exp.select(
-                _col(ATTEMPT, "distinct_id").as_("distinct_id"),
-                _col(ATTEMPT, "anchor").as_("anchor"),
-                _col(ATTEMPT, "start").as_("start"),
-                _col(ATTEMPT, "start").as_("t0"),
-                *times,
-            )
-            .from_(_aliased(following, ATTEMPT))
-            .where(exp.EQ(this=_col(ATTEMPT, "s0"), expression=number(1)))
-        )
-
-    def _unordered(self) -> exp.Select:
-        ts = column("timestamp")
-        any_step = exp.or_(*(exp.Paren(this=step.copy()) for step in self.steps))
-        anchors = (
-            exp.select(column("distinct_id").as_("distinct_id"), column("id").as_("anchor"), ts.as_("start"))
-            .from_(self.table.copy())
-            .where(self._where(any_step))
-        )
-        hits = (
-            exp.select(
-                column("distinct_id").as_("distinct_id"),
-                ts.copy().as_("ts"),
-                *(_flag(step).as_(f"s{index}") for index, step in enumerate(self.steps)),
-            )
-            .distinct()
-            .from_(self.table.copy())
-            .where(self._where(any_step))
-        )
-        kept = [_col(ATTEMPT, "distinct_id"), _col(ATTEMPT, "anchor"), _col(ATTEMPT, "start")]
-        firsts = [
-            exp.Min(
-                this=exp.Case(
-                    ifs=[exp.If(this=exp.EQ(this=_col(HITS, f"s{index}"), expression=number(1)), true=_col(HITS, "ts"))]
-                )
-            ).as_(f"t{index}")
-            for index in range(len(self.steps))
-        ]
-        on = exp.and_(
-            exp.EQ(this=_col(HITS, "distinct_id"), expression=_col(ATTEMPT, "distinct_id")),
-            exp.GTE(this=_col(HITS, "ts"), expression=_col(ATTEMPT, "start")),
-            exp.LTE(this=_col(HITS, "ts"), expression=self._deadline(_col(ATTEMPT, "start"))),
-        )
-        return (
-            exp.select(*(col.as_(col.name) for col in kept), *firsts)
-            .from_(_aliased(anchors, ATTEMPT))
-            .join(_aliased(hits, HITS), on=on)
-            .group_by(*(col.copy() for col in kept))
-        )
-
-    def _best_rows(self) -> exp.Select:
-        """(distinct_id, position, diff) of each person's attempt that reached furthest, the earliest of those: one
-        row per step the person reached, `diff` the seconds since the step before (NULL for the first)."""
-        count = len(self.steps)
-        steps = values_table([(number(index),) for index in range(count)], STEP, ["k"], self.engine)
-        k = exp.column("k", table=STEP)
-        time = exp.Case(
-            this=k, ifs=[exp.If(this=number(index), true=_col(ATTEMPT, f"t{index}")) for index in range(count)]
-        )
-        unpivoted = (
-            exp.select(
-                _col(ATTEMPT, "distinct_id").as_("distinct_id"),
-                _col(ATTEMPT, "anchor").as_("anchor"),
-                _col(ATTEMPT, "start").as_("start"),
-                k.copy().as_("k"),
-                time.as_("ts"),
-            )
-            .from_(_aliased(self._attempts(), ATTEMPT))
-            .join(steps, join_type="cross")
-        )
-        attempt = [_col(ROW, "distinct_id"), _col(ROW, "anchor")]
-        in_order = exp.Order(expressions=[exp.Ordered(this=_col(ROW, "ts")), exp.Ordered(this=_col(ROW, "k"))])
-        position = exp.Sub(
-            this=exp.Window(this=exp.RowNumber(), partition_by=_copies(attempt), order=in_order.copy()),
-            expression=number(1),
-        )
-        previous = exp.Window(this=exp.Lag(this=_col(ROW, "ts")), partition_by=_copies(attempt), order=in_order.copy())
-        diff = exp.Sub(
-            this=epoch_seconds(_col(ROW, "ts"), self.engine), expression=epoch_seconds(previous, self.engine)
-        )
-        positioned = (
-            exp.select(
-                _col(ROW, "distinct_id").as_("distinct_id"),
-                _col(ROW, "anchor").as_("anchor"),
-                _col(ROW, "start").as_("start"),
-                position.as_("position"),
-                diff.as_("diff"),
-                exp.Window(this=exp.Count(this=exp.Star()), partition_by=_copies(attempt)).as_("reached"),
-            )
-            .from_(_aliased(unpivoted, ROW))
-            .where(exp.Not(this=exp.Is(this=_col(ROW, "ts"), expression=exp.Null())))
-        )
-        rank = exp.Window(
-            this=exp.DenseRank(),
-            partition_by=[_col(ATTEMPT, "distinct_id")],
-            order=exp.Order(
-                expressions=[
-                    exp.Ordered(this=_col(ATTEMPT, "reached"), desc=True),
-                    exp.Ordered(this=_col(ATTEMPT, "start")),
-                    exp.Ordered(this=_col(ATTEMPT, "anchor")),
-                ]
-            ),
-        )
-        ranked = exp.select(
-            _col(ATTEMPT, "position").as_("position"), _col(ATTEMPT, "diff").as_("diff"), rank.as_("rank")
-        ).from_(_aliased(positioned, ATTEMPT))
-        return (
-            exp.select(_col(ROW, "position").as_("position"), _col(ROW, "diff").as_("diff"))
-            .from_(_aliased(ranked, ROW))
-            .where(exp.EQ(this=_col(ROW, "rank"), expression=number(1)))
-        )
+        if series.event is not None:
+            step.append(exp.EQ(this=column("event"), expression=string(series.event)))
+        steps.append(exp.and_(*step) if step else exp.true())
+    if query.funnelsFilter.funnelOrderType != "strict":
+        conditions.append(exp.or_(*(exp.Paren(this=step.copy()) for step in steps)))
+    mask: exp.Expression = number(0)
+    for index, step in enumerate(steps):
+        flag = exp.Case(ifs=[exp.If(this=step, true=number(1 << index))], default=number(0))
+        mask = flag if index == 0 else exp.Add(this=mask, expression=flag)
+    key = person(engine)
+    select = (
+        exp.select(key.as_("person"), epoch(ts.copy(), engine).as_("ts"), mask.as_("steps"))
+        .from_(table)
+        .where(exp.and_(*conditions))
+        .order_by(key.copy(), ts.copy(), column("id"))
+    )
+    return with_persons(select, project_id)
 
 
-def _col(table: str, name: str) -> exp.Column:
-    return exp.column(name, table=table)
+def window(amount: int, unit: str) -> Callable[[float], float]:
+    """deadline(start): the last moment (seconds since 1970) within the conversion window of a first step at
+    `start`. Months are calendar months in UTC, stopping at the month's last day at the same time of day, as
+    PostgreSQL and ClickHouse add them."""
+    if unit in WINDOW_SECONDS:
+        seconds = amount * WINDOW_SECONDS[unit]
+        return lambda start: start + seconds
+
+    def deadline(start: float) -> float:
+        moment = EPOCH + dt.timedelta(seconds=start)
+        try:
+            later = dt.datetime.combine(dates.add_months(moment.date(), amount), moment.timetz())
+        except (OverflowError, ValueError):  # past the calendar's end: every later moment is within
+            return math.inf
+        return (later - EPOCH).total_seconds()
+
+    return deadline
 
 
-def _copies(expressions: list[exp.Expression]) -> list[exp.Expression]:
-    return [expression.copy() for expression in expressions]
+def tally(rows: Iterable[tuple], walk, steps: int, deadline, convert=None) -> tuple[list[int], list[list[float]]]:
+    """People per step and, per step, each converted person's seconds from the step before, from rows sorted by
+    person: (person, moment, mask), `convert(moment)` its seconds since 1970 (None: it is already)."""
+    counts = [0] * steps
+    times: list[list[float]] = [[] for _ in range(steps)]
+    masks = _Masks(steps)
+    for _, events in groupby(rows, key=itemgetter(0)):
+        if convert is None:
+            moments = ((moment, mask) for _, moment, mask in events)
+        else:
+            moments = ((convert(moment), mask) for _, moment, mask in events)
+        chain = walk(moments, masks, deadline)
+        if chain is None:
+            continue
+        reached = chain[2]
+        for step in range(len(reached)):
+            counts[step] += 1
+            if step:
+                times[step].append(reached[step] - reached[step - 1])
+    return counts, times
 
 
-def _copied(window: dict) -> dict:
-    return {"partition_by": _copies(window["partition_by"]), "order": window["order"].copy()}
+class _Masks(dict):
+    """mask -> the steps it holds, last first (computed once per mask); `steps` is the funnel's length."""
+
+    def __init__(self, steps: int):
+        super().__init__()
+        self.steps = steps
+
+    def __missing__(self, mask: int) -> tuple[int, ...]:
+        bits = tuple(step for step in range(self.steps - 1, -1, -1) if int(mask) >> step & 1)
+        self[mask] = bits
+        return bits
 
 
-def _aliased(select: exp.Select, alias: str) -> exp.Subquery:
-    return exp.Subquery(this=select, alias=exp.TableAlias(this=exp.to_identifier(alias)))
+# A chain: (start, deadline, times): the seconds since 1970 of its first step, of the end of its window, and of each
+# step it reached.
 
 
-def _flag(condition: exp.Expression) -> exp.Expression:
-    return exp.Case(ifs=[exp.If(this=condition.copy(), true=number(1))], default=number(0))
+def ordered(events: Iterable[tuple[float, int]], masks: _Masks, deadline) -> tuple | None:
+    """The chain counted for one person's events (time, mask), in time order: each step strictly after the last."""
+    steps = masks.steps
+    entered: list[tuple | None] = [None] * steps
+    best: tuple | None = None
+    reach = 0
+
+    def advance(moment: float, mask: int) -> None:
+        # Every event at one instant reads the chains as they were before it (`mask` is their steps together): none
+        # extends another.
+        nonlocal best, reach
+        updates = []
+        for step in masks[mask]:
+            if step == 0:
+                current = entered[0]
+                if current is None or current[0] != moment:
+                    updates.append((0, (moment, deadline(moment), (moment,))))
+                continue
+            before = entered[step - 1]
+            if before is None or moment > before[1]:
+                continue
+            current = entered[step]
+            if current is not None and current[0] == before[0]:  # this start reached the step already
+                continue
+            updates.append((step, (before[0], before[1], (*before[2], moment))))
+        for step, chain in updates:
+            entered[step] = chain
+            if step >= reach:
+                best, reach = chain, step + 1
+
+    last, gathered = None, 0
+    for moment, mask in events:
+        if moment != last:
+            if gathered:
+                advance(last, gathered)
+                if reach == steps:
+                    return best
+            last, gathered = moment, mask
+        else:
+            gathered |= mask
+    if gathered:
+        advance(last, gathered)
+    return best
+
+
+def strict(events: Iterable[tuple[float, int]], masks: _Masks, deadline) -> tuple | None:
+    """The chain counted for one person's events (time, mask), every event of theirs in order: a chain goes on only
+    with the very next event, strictly later."""
+    steps = masks.steps
+    previous: list[tuple | None] = [None] * steps
+    best: tuple | None = None
+    reach = 0
+    for moment, mask in events:
+        current: list[tuple | None] = [None] * steps
+        for step in masks[mask]:
+            if step == 0:
+                chain = (moment, deadline(moment), (moment,))
+            else:
+                before = previous[step - 1]
+                if before is None or before[2][-1] >= moment or moment > before[1]:
+                    continue
+                chain = (before[0], before[1], (*before[2], moment))
+            current[step] = chain
+            if step >= reach:
+                best, reach = chain, step + 1
+        if reach == steps:
+            break
+        previous = current
+    return best
+
+
+def unordered(events: Iterable[tuple[float, int]], masks: _Masks, deadline) -> tuple | None:
+    """The chain counted for one person's events (time, mask), in time order: for each event of any step (an
+    attempt's start), the first time of each step from it to the end of its window; the attempt with the most steps,
+    the earliest of those. Only the events of one window are held."""
+    steps = masks.steps
+    pending: deque[tuple[float, float, int]] = deque()  # attempts not yet finished, oldest first: (start, end, mask)
+    firsts: list[deque[float]] = [deque() for _ in range(steps)]  # each step's times from the oldest pending on
+    best: tuple | None = None
+
+    def finish() -> tuple:
+        start, end, mask = pending.popleft()
+        reached = sorted(times[0] for times in firsts if times and times[0] <= end)
+        for step in masks[mask]:
+            firsts[step].popleft()
+        return start, end, tuple(reached)
+
+    for moment, mask in events:
+        if not mask:
+            continue
+        while pending and moment > pending[0][1]:
+            chain = finish()
+            if best is None or len(chain[2]) > len(best[2]):
+                best = chain
+                if len(chain[2]) == steps:
+                    return best
+        pending.append((moment, deadline(moment), mask))
+        for step in masks[mask]:
+            firsts[step].append(moment)
+    while pending:
+        chain = finish()
+        if best is None or len(chain[2]) > len(best[2]):
+            best = chain
+            if len(chain[2]) == steps:
+                break
+    return best
+
+
+WALKS = {"ordered": ordered, "strict": strict, "unordered": unordered}
+
+
+def _mean(values: list[float]) -> float | None:
+    return math.fsum(values) / len(values) if values else None
 
 
 def _median(values: list[float]) -> float | None:
@@ -397,7 +334,7 @@ def _median(values: list[float]) -> float | None:
 
 
 def _seconds(value) -> float | None:
-    """Seconds as JSON shows them, to the millisecond (SQLite's clock arithmetic is exact to it, no further)."""
+    """Seconds as JSON shows them, to the millisecond."""
     if value is None:
         return None
     return round(float(value), 3)

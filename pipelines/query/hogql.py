@@ -9,6 +9,8 @@ anything else is a 400 (`attr: "query"`) naming what is not allowed:
   (default 100, at most 10,000) and OFFSET; no join, subquery, union, WITH, HAVING or DISTINCT;
 - columns `uuid`, `event`, `distinct_id`, `timestamp`, `properties`, and properties by name (`properties.$browser`,
   `properties.a.b`, `properties['any name']`); a select's `AS` name can be used in GROUP BY and ORDER BY;
+- `person_id`: the person the event's distinct id belongs to (its uuid), or the distinct id when it names none, so
+  that `uniq(person_id)` counts people as every other kind does (DECISIONS.md §18);
 - functions `count`, `uniq`, `sum`, `avg`, `min`, `max`, `toStartOfHour/Day/Week/Month`, `now`, `toDate`;
   `now() ± INTERVAL n unit`;
 - literals, comparisons, `AND`/`OR`/`NOT`, `IN (values)`, `BETWEEN`, `LIKE`/`ILIKE`, `IS [NOT] NULL`, arithmetic.
@@ -39,6 +41,7 @@ from pipelines.query.sql import (
     column,
     dialect,
     execute,
+    person,
     project_events,
     property_number,
     property_text,
@@ -46,6 +49,7 @@ from pipelines.query.sql import (
     string,
     timestamp,
     to_date,
+    with_persons,
 )
 
 DEFAULT_LIMIT = 100
@@ -122,6 +126,7 @@ class _Translator:
         self.tables = {"events"}
         self.aliases: dict[str, Typed] = {}
         self.in_aggregate = False
+        self.persons = False  # whether the text reads person_id, which joins each event's person
 
     def translate(self, text: str) -> Translation:
         select = self._parse(text)
@@ -162,6 +167,8 @@ class _Translator:
         if where is not None:
             condition = exp.and_(project_filter, exp.Paren(this=self._rewrite(where.this).node))
         tree = tree.where(condition)
+        if self.persons:
+            tree = with_persons(tree, self.project_id)
         group = select.args.get("group")
         if group is not None:
             tree = tree.group_by(*(self._rewrite(item, aliases=True).node for item in group.expressions))
@@ -289,9 +296,12 @@ class _Translator:
         if keys[0] == "properties" and len(keys) > 1:
             properties = tuple(keys[1:])
             return Typed(property_text(properties, self.engine), "Property", properties)
+        if keys == ["person_id"]:  # the event's person: `uniq(person_id)` counts people as every kind does
+            self.persons = True
+            return Typed(person(self.engine), "String")
         if len(keys) == 1 and keys[0] in FIELDS:
             return Typed(column(keys[0]), FIELDS[keys[0]])
-        raise QueryError(f"Unknown column {'.'.join(keys)}: use {', '.join(FIELDS)}, or properties.<name>.")
+        raise QueryError(f"Unknown column {'.'.join(keys)}: use {', '.join(FIELDS)}, person_id, or properties.<name>.")
 
     def _path(self, node: exp.Expression) -> list[str]:
         if isinstance(node, exp.Column):

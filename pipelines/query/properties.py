@@ -3,6 +3,8 @@
 Values are compared as text (a number `5` matches the property `5` or `"5"`; booleans as `true`/`false`), except for
 `gt`, `gte`, `lt` and `lte`, which compare numbers (a JSON number, or a string holding one). As in the reference,
 the negative operators (`is_not`, `not_icontains`, `not_regex`) also match events that lack the property.
+`icontains` and `not_icontains` fold case for all of Unicode on every engine ("émile" finds "Émile"; SQLite's own
+`lower` folds ASCII only, so there the query layer's `unicode_lower` does it).
 """
 
 import math
@@ -12,7 +14,7 @@ from sqlglot import exp
 
 from pipelines.query.errors import QueryError
 from pipelines.query.nodes import EventPropertyFilter
-from pipelines.query.sql import property_number, property_text, string
+from pipelines.query.sql import lower, property_number, property_text, string
 
 SCALARS = (str, int, float, bool)
 COMPARISONS = {"gt": exp.GT, "gte": exp.GTE, "lt": exp.LT, "lte": exp.LTE}
@@ -32,8 +34,8 @@ def property_condition(prop: EventPropertyFilter, engine: str, attr: str) -> exp
         match = exp.EQ(this=text, expression=values[0]) if len(values) == 1 else exp.In(this=text, expressions=values)
         return match if operator == "exact" else _or_missing(is_null, match)
     if operator in ("icontains", "not_icontains"):
-        needle = exp.Lower(this=string(_text(prop.value, f"{attr}__value")))
-        found = exp.GT(this=exp.StrPosition(this=exp.Lower(this=text), substr=needle), expression=exp.Literal.number(0))
+        needle = lower(string(_text(prop.value, f"{attr}__value")), engine)
+        found = exp.GT(this=exp.StrPosition(this=lower(text, engine), substr=needle), expression=exp.Literal.number(0))
         return exp.Paren(this=found) if operator == "icontains" else _or_missing(is_null, found)
     if operator in ("regex", "not_regex"):
         pattern = _text(prop.value, f"{attr}__value")

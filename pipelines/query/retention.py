@@ -1,21 +1,28 @@
 """RetentionQuery: of the people who did the target event in a period, how many did the returning event in each
 period after it.
 
-People are counted by `distinct_id` (the query layer does not merge a person's ids yet). The periods (`Day`, `Week`
-from Sunday, `Month`) are the project's time zone's, worked out here and joined to the events as a table of literal
-rows `(idx, lo, hi)`, as trends does: the last one holds `dateRange.date_to` (now by default), and there are
-`totalIntervals` of them. Each period starts a cohort:
+People are persons (DECISIONS.md §18): the person each event's distinct id belongs to, or the id itself when it names
+no person. The periods (`Day`, `Week` from Sunday, `Month`) are the project's time zone's, worked out here: the last
+one holds `dateRange.date_to` (now by default), and there are `totalIntervals` of them. Each period starts a cohort:
 
 - `retention_recurring` (default): the people who did the target event in that period (one person may be in several
   cohorts);
 - `retention_first_time`: the people whose first target event ever (this project's, matching the filters) was in it.
 
 A cohort's values are its size ("Day 0"), then, for each later period up to the last, how many of its people did the
-returning event in that period: the first cohort has `totalIntervals` values, the last one. One SQL statement,
-built as a sqlglot tree with the project's filter on every read of the events table.
+returning event in that period: the first cohort has `totalIntervals` values, the last one.
+
+One pass per person: one SQL statement reads the events of the target or the returning event in the periods (for
+`retention_first_time`, the target events before them too) and gives a row per distinct id and period it did either
+in (which of the two it did), with the id's person, sorted by person and period; the rows are streamed (`sql.stream`)
+and each person's are walked once, here, into the cohorts.
 """
 
 import datetime as dt
+from collections import Counter
+from collections.abc import Iterable
+from itertools import groupby
+from operator import itemgetter
 from zoneinfo import ZoneInfo
 
 from sqlglot import exp
@@ -24,9 +31,20 @@ from pipelines.query import dates
 from pipelines.query.errors import QueryError
 from pipelines.query.nodes import ParsedQuery, RetentionEntity, RetentionQuery
 from pipelines.query.properties import property_condition
-from pipelines.query.sql import column, dialect, execute, number, project_events, string, timestamp, values_table
+from pipelines.query.sql import (
+    column,
+    dialect,
+    number,
+    person,
+    project_events,
+    stream,
+    string,
+    timestamp,
+    with_persons,
+)
 
-BUCKETS, ACTIVITY, COHORTS, FIRSTS = "buckets", "activity", "cohorts", "firsts"
+TARGET, RETURNING = 1, 2  # the bits of an event's kind: the target event, the returning event, or both
+ACTIVITY = "activity"
 
 
 def run(parsed: ParsedQuery, *, project, now: dt.datetime) -> dict:
@@ -39,92 +57,9 @@ def run(parsed: ParsedQuery, *, project, now: dt.datetime) -> dict:
     unit = retention.period.lower()
     starts = _starts(query, parsed, unit=unit, tz=tz, now=now)
     ends = [*starts[1:], dates.step(unit, starts[-1])]
-    rows = [
-        (number(index), timestamp(start, engine), timestamp(end, engine))
-        for index, (start, end) in enumerate(zip(starts, ends, strict=True))
-    ]
-    table, project_filter = project_events(project.pk)
-    shared = [
-        property_condition(prop, engine, parsed.attr("properties", index))
-        for index, prop in enumerate(query.properties)
-    ]
-    target = _entity(retention.targetEntity, engine, parsed.attr("retentionFilter", "targetEntity"))
-    returning = _entity(retention.returningEntity, engine, parsed.attr("retentionFilter", "returningEntity"))
-    ts = column("timestamp")
-    in_bucket = exp.and_(
-        exp.GTE(this=ts, expression=_col(BUCKETS, "lo")), exp.LT(this=ts.copy(), expression=_col(BUCKETS, "hi"))
-    )
-    activity = (
-        exp.select(
-            column("distinct_id").as_("distinct_id"),
-            _col(BUCKETS, "idx").as_("idx"),
-            exp.Max(this=_flag(target)).as_("did_target"),
-            exp.Max(this=_flag(returning)).as_("did_return"),
-        )
-        .from_(table.copy())
-        .join(values_table(rows, BUCKETS, ["idx", "lo", "hi"], engine), on=in_bucket)
-        .where(
-            exp.and_(
-                project_filter.copy(),
-                exp.GTE(this=ts.copy(), expression=timestamp(starts[0], engine)),
-                exp.LT(this=ts.copy(), expression=timestamp(ends[-1], engine)),
-                *(condition.copy() for condition in shared),
-                exp.or_(exp.Paren(this=target.copy()), exp.Paren(this=returning.copy())),
-            )
-        )
-        .group_by(column("distinct_id"), _col(BUCKETS, "idx"))
-    )
-    if retention.retentionType == "retention_first_time":
-        firsts = (
-            exp.select(column("distinct_id").as_("distinct_id"), exp.Min(this=ts.copy()).as_("first"))
-            .from_(table.copy())
-            .where(
-                exp.and_(
-                    project_filter.copy(),
-                    exp.LT(this=ts.copy(), expression=timestamp(ends[-1], engine)),
-                    *(condition.copy() for condition in shared),
-                    target.copy(),
-                )
-            )
-            .group_by(column("distinct_id"))
-        )
-        first = _col(FIRSTS, "first")
-        cohorts = (
-            exp.select(_col(FIRSTS, "distinct_id").as_("distinct_id"), _col(BUCKETS, "idx").as_("cohort"))
-            .from_(exp.Subquery(this=firsts, alias=exp.TableAlias(this=exp.to_identifier(FIRSTS))))
-            .join(
-                values_table(rows, BUCKETS, ["idx", "lo", "hi"], engine),
-                on=exp.and_(
-                    exp.GTE(this=first, expression=_col(BUCKETS, "lo")),
-                    exp.LT(this=first.copy(), expression=_col(BUCKETS, "hi")),
-                ),
-            )
-        )
-    else:
-        cohorts = (
-            exp.select(_col(ACTIVITY, "distinct_id").as_("distinct_id"), _col(ACTIVITY, "idx").as_("cohort"))
-            .from_(_table(ACTIVITY))
-            .where(exp.EQ(this=_col(ACTIVITY, "did_target"), expression=number(1)))
-        )
-    returned = exp.and_(
-        exp.EQ(this=_col(ACTIVITY, "distinct_id"), expression=_col(COHORTS, "distinct_id")),
-        exp.GTE(this=_col(ACTIVITY, "idx"), expression=_col(COHORTS, "cohort")),
-        exp.Paren(
-            this=exp.or_(
-                exp.EQ(this=_col(ACTIVITY, "idx"), expression=_col(COHORTS, "cohort")),
-                exp.EQ(this=_col(ACTIVITY, "did_return"), expression=number(1)),
-            )
-        ),
-    )
-    select = (
-        exp.select(_col(COHORTS, "cohort"), _col(ACTIVITY, "idx"), exp.Count(this=exp.Star()))
-        .from_(_table(COHORTS))
-        .join(_table(ACTIVITY), on=returned)
-        .group_by(_col(COHORTS, "cohort"), _col(ACTIVITY, "idx"))
-        .with_(ACTIVITY, as_=activity)
-        .with_(COHORTS, as_=cohorts)
-    )
-    counts = {(int(cohort), int(index)): int(count) for cohort, index, count in execute(select)}
+    first_time = retention.retentionType == "retention_first_time"
+    tree = rows_tree(parsed, project_id=project.pk, engine=engine, starts=starts, end=ends[-1])
+    counts = stream(tree, lambda rows: tally(rows, first_time=first_time))
     name = retention.period
     results = [
         {
@@ -141,6 +76,83 @@ def run(parsed: ParsedQuery, *, project, now: dt.datetime) -> dict:
         "results": results,
         "resolved_date_range": {"date_from": starts[0].isoformat(), "date_to": ends[-1].isoformat()},
     }
+
+
+def rows_tree(parsed: ParsedQuery, *, project_id: int, engine: str, starts: list[dt.datetime], end: dt.datetime):
+    """The one statement: (person, period, kinds) for each distinct id and period it did the target or the returning
+    event in, sorted by person and period (-1: before the first, which only `retention_first_time` reads); `kinds` has
+    the TARGET and RETURNING bits of what it did then."""
+    query: RetentionQuery = parsed.node
+    retention = query.retentionFilter
+    table, project_filter = project_events(project_id)
+    ts = column("timestamp")
+    target = _entity(retention.targetEntity, engine, parsed.attr("retentionFilter", "targetEntity"))
+    returning = _entity(retention.returningEntity, engine, parsed.attr("retentionFilter", "returningEntity"))
+    in_range = exp.GTE(this=ts.copy(), expression=timestamp(starts[0], engine))
+    if retention.retentionType == "retention_first_time":
+        # A person's first target event may be older than the periods: it keeps them out of every cohort.
+        wanted = exp.or_(exp.Paren(this=target.copy()), exp.Paren(this=exp.and_(in_range, returning.copy())))
+    else:
+        wanted = exp.and_(in_range, exp.Paren(this=exp.or_(exp.Paren(this=target.copy()), exp.Paren(this=returning))))
+    period = exp.Case(
+        ifs=[
+            exp.If(this=exp.LT(this=ts.copy(), expression=timestamp(start, engine)), true=number(index - 1))
+            for index, start in enumerate(starts)
+        ],
+        default=number(len(starts) - 1),
+    )
+    kinds = exp.Add(this=exp.Max(this=_flag(target, TARGET)), expression=exp.Max(this=_flag(returning, RETURNING)))
+    # Each distinct id's periods first (a few rows per id, grouped by a column the database knows), then their persons.
+    activity = (
+        exp.select(column("distinct_id").as_("distinct_id"), period.as_("period"), kinds.as_("kinds"))
+        .from_(table)
+        .where(
+            exp.and_(
+                project_filter,
+                exp.LT(this=ts.copy(), expression=timestamp(end, engine)),
+                *(
+                    property_condition(prop, engine, parsed.attr("properties", index))
+                    for index, prop in enumerate(query.properties)
+                ),
+                wanted,
+            )
+        )
+        .group_by(column("distinct_id"), period.copy())
+    )
+    distinct_id = exp.column("distinct_id", table=ACTIVITY)
+    key = person(engine, distinct_id)
+    select = (
+        exp.select(key.as_("person"), exp.column("period", table=ACTIVITY), exp.column("kinds", table=ACTIVITY))
+        .from_(exp.Subquery(this=activity, alias=exp.TableAlias(this=exp.to_identifier(ACTIVITY))))
+        .order_by(key.copy(), exp.column("period", table=ACTIVITY))
+    )
+    return with_persons(select, project_id, distinct_id)
+
+
+def tally(rows: Iterable[tuple], *, first_time: bool) -> Counter:
+    """{(cohort, period): people} from rows sorted by person and period (person, period, kinds)."""
+    counts: Counter = Counter()
+    for _, periods in groupby(rows, key=itemgetter(0)):
+        cohorts: list[int] = []
+        returned: list[int] = []
+        seen_target = False
+        # One row per distinct id and period: a person's ids' rows of one period are together, and count once.
+        for period, rows_of_period in groupby(periods, key=itemgetter(1)):
+            period, kinds = int(period), 0
+            for row in rows_of_period:
+                kinds |= int(row[2])
+            if kinds & TARGET and not seen_target:
+                seen_target = first_time  # only a person's first target period starts their cohort
+                if period >= 0:
+                    cohorts.append(period)
+            if kinds & RETURNING and period >= 0:
+                returned.append(period)
+        for cohort in cohorts:
+            counts[cohort, cohort] += 1
+            for period in returned:
+                if period > cohort:
+                    counts[cohort, period] += 1
+    return counts
 
 
 def _starts(query: RetentionQuery, parsed: ParsedQuery, *, unit: str, tz: ZoneInfo, now: dt.datetime):
@@ -185,13 +197,5 @@ def _entity(entity: RetentionEntity, engine: str, attr: str) -> exp.Expression:
     return exp.and_(*conditions) if conditions else exp.true()
 
 
-def _flag(condition: exp.Expression) -> exp.Expression:
-    return exp.Case(ifs=[exp.If(this=condition.copy(), true=number(1))], default=number(0))
-
-
-def _col(table: str, name: str) -> exp.Column:
-    return exp.column(name, table=table)
-
-
-def _table(name: str) -> exp.Table:
-    return exp.Table(this=exp.to_identifier(name))
+def _flag(condition: exp.Expression, bit: int) -> exp.Expression:
+    return exp.Case(ifs=[exp.If(this=condition.copy(), true=number(bit))], default=number(0))

@@ -29,7 +29,7 @@ from pipelines.query.sql import ENGINE, dialect
 
 REFRESH_MODES = ("blocking", "force_blocking", "force_cache")
 # Bumped when a kind's computation or result shape changes, so results computed before are not served.
-KIND_VERSIONS = {"TrendsQuery": 1, "FunnelsQuery": 1, "RetentionQuery": 1, "HogQLQuery": 1}
+KIND_VERSIONS = {"TrendsQuery": 2, "FunnelsQuery": 2, "RetentionQuery": 2, "HogQLQuery": 1}
 RUNNERS = {
     "TrendsQuery": trends.run,
     "FunnelsQuery": funnels.run,

@@ -20,18 +20,25 @@ import re
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
+from itertools import chain
+from typing import TypeVar
 
 from django.db import DatabaseError, DataError, OperationalError, ProgrammingError, connection, transaction
 from sqlglot import exp
 
-from pipelines.events.models import Event
+from pipelines.events.models import Event, PersonDistinctId
 from pipelines.query import limits
 from pipelines.query.errors import QueryError
 
 EVENTS = "events"  # the alias of the events table in every query
+PERSON_IDS = "person_ids"  # the alias of the distinct ids' persons, joined to the events where people are counted
+UUID_PARTS = ((1, 8), (9, 4), (13, 4), (17, 4), (21, 12))  # (first, length) of a uuid's groups of hex digits
+STREAM_CHUNK = 10_000  # rows fetched at a time by stream(): what a walk over sorted rows holds of them at once
+T = TypeVar("T")
 QUERY_CANCELED = "57014"  # PostgreSQL's SQLSTATE for a statement stopped by statement_timeout
 NUMBER = r"^\s*-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?\s*$"
 CH_NUMBERS = ("Int64", "UInt64", "Double")  # ClickHouse's JSONType of a JSON number
+SQLITE_LOWER = "unicode_lower"  # the function lower() registers on SQLite connections
 SQLITE_PROGRESS_STEPS = 10_000  # virtual-machine instructions between two looks at the clock
 # Another engine than the connection's, while pipelines.query.clickhouse runs a query: its dialect and what runs a tree.
 ENGINE: ContextVar[tuple[str, Callable[[exp.Expression], list[tuple]]] | None] = ContextVar("ENGINE", default=None)
@@ -269,6 +276,7 @@ def execute(tree: exp.Expression, *, max_bytes: int | None = None) -> list[tuple
 def _sqlite_execute(cursor, sql: str, max_bytes: int | None) -> list[tuple]:
     raw = connection.connection
     deadline = limits.deadline()
+    _sqlite_functions(raw)
     cursor.execute("PRAGMA query_only = ON")
     raw.set_progress_handler(lambda: time.monotonic() > deadline, SQLITE_PROGRESS_STEPS)
     try:
@@ -298,6 +306,24 @@ def _capped(rows: Iterator[tuple], max_bytes: int) -> list[tuple]:
     return kept
 
 
+def lower(value: exp.Expression, engine: str) -> exp.Expression:
+    """Text in lower case for all of Unicode, as PostgreSQL's `lower` folds it: ClickHouse's `lowerUTF8`, and on
+    SQLite (whose `lower` folds ASCII only) Python's `str.lower`, registered on the connection as `unicode_lower`."""
+    if engine == "clickhouse":
+        return exp.Anonymous(this="lowerUTF8", expressions=[value])
+    if engine == "sqlite":
+        return exp.Anonymous(this=SQLITE_LOWER, expressions=[value])
+    return exp.Lower(this=value)
+
+
+def _sqlite_functions(raw) -> None:
+    raw.create_function(SQLITE_LOWER, 1, _unicode_lower, deterministic=True)
+
+
+def _unicode_lower(value):
+    return value.lower() if isinstance(value, str) else value
+
+
 def _query_error(error: DatabaseError, engine: str) -> QueryError | None:
     """The 400 for a statement the database stopped or refused; None for a database in trouble (the API's 503)."""
     cause = error.__cause__
@@ -309,39 +335,133 @@ def _query_error(error: DatabaseError, engine: str) -> QueryError | None:
     return None
 
 
-def epoch_seconds(value: exp.Expression, engine: str) -> exp.Expression:
-    """Seconds since 1970 of a moment read from `events.timestamp` (or a value of its type): what conversion times
-    are differences of. SQLite's `julianday` counts whole milliseconds, so differences are exact to the millisecond."""
-    if engine == "sqlite":
-        julian = exp.Anonymous(this="julianday", expressions=[value])
-        days = exp.Paren(this=exp.Sub(this=julian, expression=exp.Literal.number("2440587.5")))
-        return exp.Mul(this=days, expression=exp.Literal.number(86400))
-    return exp.Extract(this=exp.var("EPOCH"), expression=value)
+def epoch(value: exp.Expression, engine: str) -> exp.Expression:
+    """A moment read from `events.timestamp` as what a walk over rows compares: seconds since 1970 as a double on
+    PostgreSQL (`date_part`, exact to the microsecond) and ClickHouse; on SQLite, whose clock arithmetic is not exact
+    to the microsecond, the stored UTC text, which `seconds()` reads."""
+    if engine == "postgres":
+        return exp.Anonymous(this="date_part", expressions=[string("epoch"), value])
+    if engine == "clickhouse":
+        micros = exp.Anonymous(this="toUnixTimestamp64Micro", expressions=[value])
+        return exp.Div(this=micros, expression=exp.Literal.number(1_000_000))
+    return value
 
 
-def shifted(value: exp.Expression, amount: int, unit: str, engine: str) -> exp.Expression:
-    """A moment `amount` seconds, minutes, hours, days, weeks or months after `value`, comparable with
-    `events.timestamp`: a timestamptz on PostgreSQL (months and days counted in the connection's UTC), Django's UTC
-    text on SQLite (`YYYY-MM-DD HH:MM:SS.SSS`, which compares with the stored text as the moments do)."""
+def seconds(engine: str) -> Callable[[object], float] | None:
+    """How a walk reads `epoch()`'s values of `engine` as seconds since 1970: None where they are seconds already."""
     if engine == "sqlite":
-        count, name = (amount * 7, "day") if unit == "week" else (amount, unit)
-        later = exp.Anonymous(this="julianday", expressions=[value, string(f"+{int(count)} {name}s")])
-        if unit == "month":
-            # SQLite carries 31 January + 1 month over to 2 March; PostgreSQL and ClickHouse stop at the month's last
-            # day (29 February), at the same time of day.
-            last_day = exp.Anonymous(
-                this="julianday",
-                expressions=[
-                    value.copy(),
-                    string("start of month"),
-                    string(f"+{int(count) + 1} months"),
-                    string("-1 day"),
-                ],
-            )
-            time_of_day = exp.Sub(
-                this=exp.Anonymous(this="julianday", expressions=[value.copy()]),
-                expression=exp.Anonymous(this="julianday", expressions=[value.copy(), string("start of day")]),
-            )
-            later = exp.Anonymous(this="MIN", expressions=[later, exp.Add(this=last_day, expression=time_of_day)])
-        return exp.Anonymous(this="strftime", expressions=[string("%Y-%m-%d %H:%M:%f"), later])
-    return exp.Add(this=value, expression=exp.Interval(this=string(str(int(amount))), unit=exp.var(unit.upper())))
+        return _text_seconds
+    return None
+
+
+def _text_seconds(value) -> float:
+    if isinstance(value, str):
+        value = dt.datetime.fromisoformat(value)
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=dt.UTC)
+    return value.timestamp()
+
+
+# People ----------------------------------------------------------------------------------------------------------
+# Every count of people counts the person a distinct id belongs to (DECISIONS.md §18); an id that names no person (its
+# events sent with `$process_person_profile: false`) counts as itself.
+
+
+def with_persons(select: exp.Select, project_id: int, distinct_id: exp.Expression | None = None) -> exp.Select:
+    """`select` with each row's person joined: the project's distinct ids, LEFT JOINed on the row's distinct id (the
+    event's `distinct_id` unless `distinct_id` says otherwise), so that `person()` can name the person."""
+    table = exp.Table(
+        this=exp.to_identifier(PersonDistinctId._meta.db_table),
+        alias=exp.TableAlias(this=exp.to_identifier(PERSON_IDS)),
+    )
+    on = exp.and_(
+        exp.EQ(this=exp.column("project_id", table=PERSON_IDS), expression=number(int(project_id))),
+        exp.EQ(
+            this=exp.column("distinct_id", table=PERSON_IDS),
+            expression=distinct_id.copy() if distinct_id is not None else column("distinct_id"),
+        ),
+    )
+    return select.join(table, on=on, join_type="left")
+
+
+def person(engine: str, distinct_id: exp.Expression | None = None) -> exp.Expression:
+    """The person an event is about, as text: its distinct id's person's uuid, or the distinct id itself when that names
+    no person. Needs `with_persons()` (on the same `distinct_id`) on the select."""
+    person_id: exp.Expression = exp.column(PersonDistinctId._meta.get_field("person").column, table=PERSON_IDS)
+    if engine == "sqlite":  # a uuid is stored as 32 hex digits there: written as PostgreSQL and ClickHouse write it
+        parts = [exp.Substring(this=person_id.copy(), start=number(at), length=number(size)) for at, size in UUID_PARTS]
+        person_id = parts[0]
+        for part in parts[1:]:
+            person_id = exp.DPipe(this=exp.DPipe(this=person_id, expression=string("-")), expression=part)
+    own = distinct_id.copy() if distinct_id is not None else column("distinct_id")
+    return exp.Coalesce(this=exp.cast(person_id, "TEXT"), expressions=[own])
+
+
+# Streaming -------------------------------------------------------------------------------------------------------
+
+
+def stream(tree: exp.Expression, consume: Callable[[Iterator[tuple]], T]) -> T:
+    """`consume(rows)` over the rows of a SELECT tree, fetched STREAM_CHUNK at a time, run as `execute()` runs a tree
+    (read-only, within `QUERY_TIMEOUT_MS` in all): what a walk over rows sorted by person reads, holding one chunk at
+    a time rather than the whole result. PostgreSQL sends the rows in chunks (psycopg's `stream`); SQLite steps its
+    statement as rows are fetched; another engine (ClickHouse) gives its executor's rows."""
+    other = ENGINE.get()
+    if other is not None:
+        return consume(iter(other[1](tree)))
+    engine = dialect()
+    sql = render(tree, engine)
+    timeout_ms = limits.remaining_ms()
+    deadline = limits.deadline()
+    try:
+        with transaction.atomic():
+            with connection.cursor() as cursor:
+                if engine == "postgres":
+                    cursor.execute("SET TRANSACTION READ ONLY")
+                    cursor.execute(f"SET LOCAL statement_timeout = {timeout_ms}")
+                    # psycopg's chunked mode (libpq 17+): the statement runs as any other (parallel workers, the
+                    # planner's whole-result plan, any pooler), its rows arriving STREAM_CHUNK at a time.
+                    rows = cursor.cursor.stream(sql, size=STREAM_CHUNK)
+                    try:
+                        with connection.wrap_database_errors:
+                            result = consume(_timed(rows, deadline))
+                    finally:
+                        rows.close()  # a stream left early cancels its statement
+                else:
+                    raw = connection.connection
+                    _sqlite_functions(raw)
+                    cursor.execute("PRAGMA query_only = ON")
+                    raw.set_progress_handler(lambda: time.monotonic() > deadline, SQLITE_PROGRESS_STEPS)
+                    try:
+                        cursor.execute(sql)
+                        result = consume(_chunks(cursor, deadline))
+                    finally:
+                        raw.set_progress_handler(None, 0)
+                        cursor.execute("PRAGMA query_only = OFF")
+            transaction.set_rollback(True)
+    except DatabaseError as error:
+        refusal = _query_error(error, engine)
+        if refusal is None:
+            raise
+        raise refusal from error
+    return result
+
+
+def _timed(rows: Iterator[tuple], deadline: float) -> Iterator[tuple]:
+    """The rows, until the computation's deadline: looked at once a chunk, so that a long walk stops in time."""
+    for count, row in enumerate(rows, start=1):
+        if not count % STREAM_CHUNK and time.monotonic() > deadline:
+            raise limits.timed_out()
+        yield row
+
+
+def _chunks(cursor, deadline: float) -> Iterator[tuple]:
+    def fetched() -> Iterator[list[tuple]]:
+        while True:
+            if time.monotonic() > deadline:  # the statement's time is each fetch's; the walk's is counted here
+                raise limits.timed_out()
+            rows = cursor.fetchmany(STREAM_CHUNK)
+            if not rows:
+                return
+            yield rows
+
+    return chain.from_iterable(fetched())

@@ -2,8 +2,16 @@
 
 The intervals are computed here, in the project's time zone (pipelines.query.dates), and enter the query as a table
 of literal rows `(idx, lo, hi)` joined to the events on `lo <= timestamp < hi`: the database groups by interval
-without knowing any time zone, and the same tree serves every engine. `weekly_active` and `monthly_active` use the
-same join with overlapping rows, each reaching back 7 or 30 days from the end of its interval.
+without knowing any time zone, and the same tree serves every engine. A `month` interval's first bucket counts from
+the 1st even when the range starts later in the month, as the reference does (a week's, as the reference's, from the
+range's start).
+
+`dau`, `weekly_active` and `monthly_active` count people as persons (DECISIONS.md §18): the person each event's
+distinct id belongs to (the distinct ids' persons LEFT JOINed), or the id itself when it names none. With `hour` or
+`day` intervals `weekly_active` and `monthly_active` use the same join with overlapping rows, each reaching back 7 or
+30 days from the end of its interval; with an interval at least as long as their window (`week` or `month` for
+`weekly_active`, `month` for `monthly_active`) they count the people active in the interval itself, as the reference
+does (its `weekly_active` by week is `dau`).
 
 Medians and percentiles are PostgreSQL's `percentile_cont` (ClickHouse's `quantileExactInclusive`, the same
 interpolation); SQLite has no such aggregate, so there the values of each interval are fetched in order and
@@ -32,12 +40,14 @@ from pipelines.query.sql import (
     dialect,
     execute,
     number,
+    person,
     project_events,
     property_number,
     property_text,
     string,
     timestamp,
     values_table,
+    with_persons,
 )
 
 BREAKDOWN_OTHER = "$$_posthog_breakdown_other_$$"
@@ -45,6 +55,9 @@ BREAKDOWN_NULL = "$$_posthog_breakdown_null_$$"
 DEFAULT_BREAKDOWN_LIMIT = 25
 PERCENTILES = {"median": 0.5, "p90": 0.9, "p95": 0.95, "p99": 0.99}
 ACTIVE_WINDOW_DAYS = {"weekly_active": 7, "monthly_active": 30}
+PEOPLE_MATHS = frozenset({"dau", *ACTIVE_WINDOW_DAYS})  # maths that count people: persons, not distinct ids
+# The intervals at least as long as an active-users window, which count the people of the interval itself.
+BUCKETED_ACTIVE = {7: ("week", "month"), 30: ("month",)}
 # Displays that show one number per series over the whole range rather than a line: `aggregated_value`.
 AGGREGATED_DISPLAYS = frozenset({"BoldNumber", "ActionsPie", "ActionsBarValue", "ActionsTable", "WorldMap"})
 BUCKETS = "buckets"
@@ -134,6 +147,7 @@ class _Trend:
         self.tz = tz
         self.range = range
         self.buckets = buckets
+        self.project_id = project_id
         self.table, self.project_filter = project_events(project_id)
         breakdown = query.breakdownFilter
         self.breakdown = breakdown.breakdown if breakdown else None
@@ -184,14 +198,22 @@ class _Trend:
         return [str(row[0]) for row in rows[: self.limit]], len(rows) > self.limit
 
     def _bucket_rows(self, window: int | None) -> list[tuple[dt.datetime, dt.datetime]]:
-        if window is None:
-            return [(bucket.lo, bucket.hi) for bucket in self.buckets]
+        if window is None or self.query.interval in BUCKETED_ACTIVE.get(window, ()):
+            return [(lo, bucket.hi) for lo, bucket in zip(self._los(), self.buckets, strict=True)]
         # The trailing window ends with the interval (or the range, for the last one) and reaches back on the local
         # calendar, so that "the last 7 days" are 7 local days across a daylight-saving change.
         return [
             ((bucket.hi.astimezone(self.tz) - dt.timedelta(days=window)).astimezone(dt.UTC), bucket.hi)
             for bucket in self.buckets
         ]
+
+    def _los(self) -> list[dt.datetime]:
+        """Where each interval's events start: a month's first bucket on the 1st, even when the range starts later in
+        it, as the reference counts (a week's first bucket, as the reference's, from the range's start only)."""
+        los = [bucket.lo for bucket in self.buckets]
+        if los and self.query.interval == "month":
+            los[0] = min(los[0], self.buckets[0].start.astimezone(dt.UTC))
+        return los
 
     def _values(self, series: EventsNode, conditions, window: int | None, *, breakdown) -> dict:
         """{breakdown value (None without one): {interval index: value}}."""
@@ -235,6 +257,8 @@ class _Trend:
             .where(where)
             .group_by(*(key.copy() for key in keys))
         )
+        if series.math in PEOPLE_MATHS:
+            select = with_persons(select, self.project_id)
         values: dict = defaultdict(dict)
         for row in execute(select):
             values[row[1] if breakdown is not None else None][row[0]] = row[-1]
@@ -244,8 +268,8 @@ class _Trend:
         math = series.math
         if math == "total":
             return exp.Count(this=exp.Star())
-        if math in ("dau", *ACTIVE_WINDOW_DAYS):
-            return exp.Count(this=exp.Distinct(expressions=[column("distinct_id")]))
+        if math in PEOPLE_MATHS:
+            return exp.Count(this=exp.Distinct(expressions=[person(self.engine)]))
         value = property_number([series.math_property], self.engine)
         if math in PERCENTILES:
             return exp.WithinGroup(

@@ -14,10 +14,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines.events.models import Event
+from pipelines.events.models import Event, PersonDistinctId
 from pipelines.query import clickhouse
 from pipelines.query.nodes import parse_query
 from pipelines.query.runner import RUNNERS
+from tests.pipelines.factories import PersonFactory
 from tests.pipelines.query.conftest import add_event, hogql, trends
 
 NOW = dt.datetime(2024, 3, 18, 15, 30, tzinfo=dt.UTC)
@@ -72,6 +73,10 @@ def events(project, other_project):
         add_event(
             other_project, when, event=event, distinct_id=f"intruder{index % 2}", price=1000, **{"$browser": "Chrome"}
         )
+    # u0 and u1 are one person; u2 names none (an id with no person counts as itself). The other project's ids are
+    # one person too, and its row for "u0" must not join this project's u0 to it.
+    PersonFactory(project=project, distinct_ids=["u0", "u1"])
+    PersonFactory(project=other_project, distinct_ids=["intruder0", "intruder1", "u2"])
 
 
 @pytest.fixture
@@ -79,12 +84,17 @@ def compare(project, events, chdb_rows, tmp_path):
     """compare(query) -> the result, after checking that ClickHouse's rendering in chDB gives the same."""
     path = tmp_path / "events.parquet"
     _write_parquet(path)
+    persons_path = tmp_path / "person_distinct_ids.parquet"
+    _write_persons_parquet(persons_path)
     table = f"file('{path}', Parquet)"
+    persons = f"file('{persons_path}', Parquet)"
 
     def check(query: dict) -> dict:
         parsed = parse_query(query)
         expected = RUNNERS[parsed.node.kind](parsed, project=project, now=NOW)
-        actual = clickhouse.run(parsed, project=project, now=NOW, execute=chdb_rows, events_table=table)
+        actual = clickhouse.run(
+            parsed, project=project, now=NOW, execute=chdb_rows, events_table=table, persons_table=persons
+        )
         assert _rounded(actual) == _rounded(expected)
         return expected
 
@@ -119,6 +129,18 @@ def _write_parquet(path) -> None:
     pq.write_table(pa.table(columns, schema=schema), path)
 
 
+def _write_persons_parquet(path) -> None:
+    """Every project's distinct ids and their persons' uuids as text, as a ClickHouse table would hold them."""
+    rows = list(PersonDistinctId.objects.order_by("id").values("project_id", "distinct_id", "person_id"))
+    columns = {
+        "project_id": [row["project_id"] for row in rows],
+        "distinct_id": [row["distinct_id"] for row in rows],
+        "person_id": [str(row["person_id"]) for row in rows],
+    }
+    schema = pa.schema([("project_id", pa.int64()), ("distinct_id", pa.string()), ("person_id", pa.string())])
+    pq.write_table(pa.table(columns, schema=schema), path)
+
+
 def _rounded(value):
     """Floats to 9 places: the engines may add the same numbers in another order."""
     if isinstance(value, float):
@@ -143,7 +165,7 @@ def test_the_rendering_reads_the_clickhouse_events_table_under_the_projects_filt
     [sql] = statements
     assert f'FROM "events" AS "events" WHERE "events"."project_id" = {project.pk} AND' in sql
     assert 'JSONExtractString("events"."properties", \'$browser\')' in sql
-    assert sql.endswith("SETTINGS readonly = 2, max_execution_time = 10.0")
+    assert sql.endswith("SETTINGS readonly = 2, max_execution_time = 10.0, join_use_nulls = 1")
     assert "pipelines_event" not in sql
 
 
@@ -164,7 +186,7 @@ class TestTrends:
             trends(series(math="dau"), interval="week", dateRange={"date_from": "2024-02-25", "date_to": "2024-03-16"})
         )
 
-        assert result["results"][0]["data"] == [3, 3, 0]
+        assert result["results"][0]["data"] == [2, 2, 0]  # u0 and u1 are one person
 
     def test_weekly_active_users_and_months(self, compare):
         compare(trends(series(math="weekly_active"), dateRange=MARCH))
@@ -249,6 +271,7 @@ class TestHogQL:
         result = compare(
             hogql(
                 "SELECT properties.$browser AS browser, count() AS n, uniq(distinct_id) AS users, "
+                "uniq(person_id) AS people, "
                 "sum(properties.price) AS total, avg(properties.price) AS mean FROM events "
                 "WHERE event = '$pageview' AND timestamp >= '2024-03-02' AND properties.$browser IS NOT NULL "
                 "GROUP BY browser ORDER BY n DESC, browser LIMIT 3"
@@ -288,7 +311,7 @@ class TestFunnels:
     def test_steps_and_conversion_times(self, compare, order):
         result = compare(funnel("signed up", "$pageview", "signed up", order=order))
 
-        assert result["results"][0]["count"] == 3
+        assert result["results"][0]["count"] == 2  # u0 and u1 are one person, u2 another
 
     def test_a_month_window_and_a_property_filter(self, compare):
         query = funnel("$pageview", "signed up", properties=[{"key": "plan", "value": "free"}])

@@ -1,10 +1,11 @@
-"""FunnelsQuery through POST /api/projects/:project_id/query/ (DECISIONS.md §15): people counted by distinct_id per
-step, drop-offs, the conversion window's edges, ordered, strict and unordered funnels, conversion times, and only
-the project's own events, over small sets of events whose results are worked out by hand."""
+"""FunnelsQuery through POST /api/projects/:project_id/query/ (DECISIONS.md §15): people counted as persons per step
+(DECISIONS.md §18), drop-offs, the conversion window's edges, ordered, strict and unordered funnels, conversion times,
+and only the project's own events, over small sets of events whose results are worked out by hand."""
 
 import pytest
 
 from pipelines.query.runner import run_query
+from tests.pipelines.factories import PersonFactory
 from tests.pipelines.query.conftest import add_event
 
 MARCH_1_TO_10 = {"date_from": "2024-03-01", "date_to": "2024-03-10"}
@@ -178,6 +179,34 @@ def test_each_step_comes_strictly_after_the_one_before(run, project):
     # A step repeated is done by two events, never one twice.
     assert [step["count"] for step in run(funnel("$pageview", "signed_up"))["results"]] == [2, 0]
     assert [step["count"] for step in run(funnel("$pageview", "$pageview"))["results"]] == [2, 1]
+
+
+@pytest.mark.parametrize("order", ["ordered", "strict", "unordered"])
+def test_an_anonymous_page_view_then_an_identified_sign_up_is_one_person_converting(run, project, order):
+    PersonFactory(project=project, distinct_ids=["anonymous-1", "alice@example.com"])
+    add_event(project, "2024-03-01T10:00:00Z", "$pageview", "anonymous-1")
+    add_event(project, "2024-03-01T10:05:00Z", "signed_up", "alice@example.com")
+    add_event(project, "2024-03-01T10:00:00Z", "$pageview", "no-person")  # an id that names no person: itself
+
+    assert steps(run(funnel("$pageview", "signed_up", order=order))) == [(2, None, None), (1, 300.0, 300.0)]
+
+
+@pytest.mark.parametrize("order", ["ordered", "strict"])
+def test_a_step_at_the_same_instant_as_the_one_before_does_not_convert(run, project, order):
+    add_event(project, "2024-03-01T10:00:00Z", "$pageview", "u1")
+    add_event(project, "2024-03-01T10:00:00Z", "signed_up", "u1")  # arrives after the page view, same instant
+    add_event(project, "2024-03-01T10:00:00Z", "$pageview", "u2")
+    add_event(project, "2024-03-01T10:00:00.001Z", "signed_up", "u2")  # a millisecond later
+
+    assert [step["count"] for step in run(funnel("$pageview", "signed_up", order=order))["results"]] == [2, 1]
+
+
+def test_a_strict_chain_breaks_on_any_event_between_steps_even_at_the_same_instant(run, project):
+    add_event(project, "2024-03-01T10:00:00Z", "$pageview", "u1")
+    add_event(project, "2024-03-01T10:00:00Z", "$autocapture", "u1")  # the page view's very next event
+    add_event(project, "2024-03-01T10:00:01Z", "signed_up", "u1")
+
+    assert [step["count"] for step in run(funnel("$pageview", "signed_up", order="strict"))["results"]] == [1, 0]
 
 
 def test_medians_and_averages_over_several_people(run, project):

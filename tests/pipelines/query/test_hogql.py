@@ -3,6 +3,7 @@ so that a text reaches neither another table, another project's rows nor the dat
 
 import pytest
 
+from tests.pipelines.factories import PersonFactory
 from tests.pipelines.query.conftest import add_event, hogql
 
 
@@ -104,6 +105,20 @@ def test_limit_is_at_most_ten_thousand(run, events):
     assert run(hogql("SELECT event FROM events LIMIT 50000"))["limit"] == 10_000
 
 
+def test_person_id_counts_people_as_persons(run, events, project, other_project):
+    PersonFactory(project=project, distinct_ids=["u1", "u2"])
+    PersonFactory(project=other_project, distinct_ids=["u3"])  # another project's person: u3 names none here
+    person = PersonFactory(project=project, distinct_ids=["someone-else"])
+
+    body = run(hogql("SELECT uniq(person_id) AS people, uniq(distinct_id) AS ids FROM events"))
+    ids = run(hogql("SELECT distinct_id, person_id FROM events WHERE distinct_id IN ('u1', 'u3') ORDER BY timestamp"))
+
+    assert body["results"] == [[2, 3]]  # u1 and u2 are one person; u3 counts as itself
+    [u1, u1_again, u3] = ids["results"]
+    assert u1[1] == u1_again[1] != str(person.uuid) and len(u1[1]) == 36 and u1[1].count("-") == 4
+    assert u3 == ["u3", "u3"]
+
+
 def test_another_projects_rows_are_unreachable(run, events, refused, other_project):
     assert run(hogql("SELECT count() FROM events"))["results"] == [[4]]
     assert run(hogql("SELECT count() FROM events WHERE 1 = 1 OR 1 = 1"))["results"] == [[4]]
@@ -111,7 +126,8 @@ def test_another_projects_rows_are_unreachable(run, events, refused, other_proje
     attr, detail, _ = refused(hogql(f"SELECT count() FROM events WHERE project_id = {other_project.pk}"))
     assert (attr, detail) == (
         "query",
-        "Unknown column project_id: use uuid, event, distinct_id, properties, timestamp, or properties.<name>.",
+        "Unknown column project_id: use uuid, event, distinct_id, properties, timestamp, person_id, or "
+        "properties.<name>.",
     )
 
 

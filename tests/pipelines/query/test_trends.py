@@ -3,6 +3,7 @@ breakdowns, property filters and date ranges over events the tests insert."""
 
 import pytest
 
+from tests.pipelines.factories import PersonFactory
 from tests.pipelines.query.conftest import add_event, trends
 
 MARCH_1_TO_5 = {"date_from": "2024-03-01", "date_to": "2024-03-05"}
@@ -118,6 +119,56 @@ def test_dau_counts_distinct_users_per_day(run, project):
 
     assert result["data"] == [2, 1]
     assert result["action"]["math"] == "dau"
+
+
+def test_users_are_persons_and_an_id_without_a_person_counts_as_itself(run, project, other_project):
+    PersonFactory(project=project, distinct_ids=["anonymous-1", "alice@example.com"])
+    PersonFactory(project=other_project, distinct_ids=["anonymous-2", "bob@example.com"])  # not this project's join
+    add_event(project, "2024-03-01T10:00:00Z", distinct_id="anonymous-1")
+    add_event(project, "2024-03-01T11:00:00Z", distinct_id="alice@example.com")
+    add_event(project, "2024-03-01T12:00:00Z", distinct_id="anonymous-2")
+    add_event(project, "2024-03-01T13:00:00Z", distinct_id="bob@example.com")
+    date_range = {"date_from": "2024-03-01", "date_to": "2024-03-01"}
+
+    results = run(
+        trends(*(series(math=math) for math in ("dau", "weekly_active", "monthly_active")), dateRange=date_range)
+    )
+
+    # Alice's two ids are one person; anonymous-2 and bob@example.com name no person here: two more.
+    assert [only_result["data"] for only_result in results["results"]] == [[3], [3], [3]]
+
+
+@pytest.mark.parametrize(
+    ("math", "interval", "date_range", "data"),
+    [
+        # A week interval: each week's own people; the range ends on Tuesday 12 March, and the 7 days up to then
+        # would count u2 (Friday 8 March) in the second week too.
+        ("weekly_active", "week", {"date_from": "2024-03-03", "date_to": "2024-03-12"}, [1, 1]),
+        ("weekly_active", "month", {"date_from": "2024-02-01", "date_to": "2024-03-31"}, [1, 3]),
+        # A month interval: each month's own people; the 30 days up to 31 March would miss u1 on the 1st.
+        ("monthly_active", "month", {"date_from": "2024-01-01", "date_to": "2024-03-31"}, [0, 1, 3]),
+    ],
+)
+def test_active_users_with_a_week_or_month_interval_count_the_bucket(run, project, math, interval, date_range, data):
+    add_event(project, "2024-02-20T12:00:00Z", distinct_id="u0")
+    add_event(project, "2024-03-01T12:00:00Z", distinct_id="u1")
+    add_event(project, "2024-03-08T12:00:00Z", distinct_id="u2")
+    add_event(project, "2024-03-12T12:00:00Z", distinct_id="u3")
+
+    result = only(run(trends(series(math=math), interval=interval, dateRange=date_range)))
+
+    assert result["data"] == data
+
+
+def test_a_month_interval_starts_its_first_bucket_on_the_first(run, project):
+    add_event(project, "2024-03-02T12:00:00Z")  # before the range, in its first month
+    add_event(project, "2024-03-20T12:00:00Z")
+    add_event(project, "2024-04-02T12:00:00Z")
+
+    result = only(run(trends(interval="month", dateRange={"date_from": "2024-03-15", "date_to": "2024-04-30"})))
+
+    assert result["data"] == [2, 1]
+    assert result["days"] == ["2024-03-01", "2024-04-01"]
 
 
 def test_weekly_and_monthly_active_count_users_of_the_trailing_7_and_30_days(run, project):
@@ -311,6 +362,20 @@ def test_every_property_operator(run, project, key, operator, value, expected):
     )
 
     assert [r["label"] for r in body["results"] if r["count"]] == expected
+
+
+@pytest.mark.parametrize(
+    ("operator", "value", "expected"),
+    [("icontains", "émile", 2), ("icontains", "ÉMILE", 2), ("icontains", "ß", 1), ("not_icontains", "émile", 2)],
+)
+def test_icontains_folds_case_beyond_ascii_on_every_engine(run, project, operator, value, expected):
+    for name in ["Émile", "chez émile", "Straße", None]:
+        add_event(project, "2024-03-01T12:00:00Z", **({} if name is None else {"name": name}))
+    prop = {"key": "name", "value": value, "operator": operator, "type": "event"}
+
+    result = only(run(trends(series(), dateRange=MARCH_1_TO_5, properties=[prop])))
+
+    assert result["count"] == expected
 
 
 def test_series_properties_and_global_properties_both_apply(run, project):
