@@ -1,8 +1,12 @@
 """A computation's bounds (DECISIONS.md §18), each through a live copy of the service on PostgreSQL with Redis as the
 shared cache, so that limits hold across its worker processes: the timeout of a whole request, the cap on a result's
-cells and bytes, computations at once per key and per project, and each key's budget of database time."""
+cells and bytes, computations at once per key and per project (their slots given back however a computation ends, and
+expiring when the process holding them dies), and each key's budget of database time."""
 
 import datetime as dt
+import os
+import signal
+import subprocess
 import threading
 import time
 import uuid
@@ -12,6 +16,7 @@ import requests
 from django.db import connection
 
 from pipelines.events.services import NewEvent, events_ingest
+from pipelines.query.limits import SLOT_GRACE_SECONDS
 from pipelines.query.runner import run_query
 from tests.pipelines.query.conftest import hogql, trends
 from tests.pipelines.query.test_no_500 import ONCE_500
@@ -227,3 +232,33 @@ def test_inputs_that_once_answered_500_are_a_400_through_the_live_service(servic
     answers = [post(client, live, project, query) for query, _ in ONCE_500]
 
     assert [(answer.status_code, answer.json()["attr"]) for answer in answers] == [(400, attr) for _, attr in ONCE_500]
+
+
+def test_a_slot_held_by_a_process_that_died_expires_by_itself(service, session, project, one_series_seconds):
+    timeout_ms = max(1500, round(one_series_seconds * 2500))
+    live = service(workers=1, QUERY_TIMEOUT_MS=timeout_ms, API_QUERY_CONCURRENCY=1, API_QUERY_BUDGET_MS=10**9)
+    client = session()
+    worker = int(
+        subprocess.run(["pgrep", "-P", str(live.process.pid)], capture_output=True, text=True).stdout.split()[0]
+    )
+    computing = threading.Thread(target=lambda: _quietly(lambda: post(client, live, project, slow(8))))
+    computing.start()
+    time.sleep(min(1.0, timeout_ms / 3000))
+    os.kill(worker, signal.SIGKILL)  # dies holding its key's one slot
+    computing.join()
+    killed_at = time.monotonic()
+
+    held = post(client, live, project, slow(1, tag=1))  # gunicorn's new worker answers
+    while (answer := post(client, live, project, slow(1, tag=2))).status_code == 429:
+        assert time.monotonic() - killed_at < timeout_ms / 1000 + SLOT_GRACE_SECONDS + 5
+        time.sleep(0.5)
+
+    assert held.status_code == 429 and "this key" in held.json()["detail"].lower()
+    assert answer.status_code == 200, answer.text
+
+
+def _quietly(call):
+    try:
+        call()
+    except requests.RequestException:
+        pass  # the connection dies with the worker
