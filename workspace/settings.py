@@ -46,9 +46,9 @@ SECRET_KEY = os.environ.get("SECRET_KEY", _DEV_SECRET_KEY if DEBUG else "")
 if not SECRET_KEY:
     raise ImproperlyConfigured("Set the SECRET_KEY environment variable when DEBUG is off.")
 
-# Fernet keys that encrypt batch-export destination secrets at rest (pipelines.secrets), comma-separated, newest
-# first: the first encrypts, each decrypts. Empty: one key derived from SECRET_KEY. To replace a key, put the new one
-# first, run `manage.py rotate_secrets`, then drop the old one.
+# Fernet keys that encrypt batch-export destination secrets at rest (pipelines.batch_exports.secrets), comma-separated,
+# newest first: the first encrypts, each decrypts. Empty: one key derived from SECRET_KEY. To replace a key, put the
+# new one first, run `manage.py rotate_secrets`, then drop the old one.
 SECRETS_ENCRYPTION_KEYS = env_list("SECRETS_ENCRYPTION_KEYS", [])
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "testserver"] if DEBUG else [])
@@ -330,7 +330,7 @@ TEMPORAL_UI_URL = os.environ.get("TEMPORAL_UI_URL", "").rstrip("/")
 BATCH_EXPORT_BACKFILL_CONCURRENCY = max(1, env_int("BATCH_EXPORT_BACKFILL_CONCURRENCY", 4))
 # Activities (database reads and destination writes) one worker process runs at the same time.
 BATCH_EXPORT_WORKER_ACTIVITIES = max(1, env_int("BATCH_EXPORT_WORKER_ACTIVITIES", 8))
-# An export pauses itself after this many failed runs in a row (DECISIONS.md §17; pipelines.services).
+# An export pauses itself after this many failed runs in a row (DECISIONS.md §17; pipelines.batch_exports.services).
 BATCH_EXPORT_AUTO_PAUSE_AFTER = max(1, env_int("BATCH_EXPORT_AUTO_PAUSE_AFTER", 5))
 
 # Personal API keys.
