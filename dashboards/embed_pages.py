@@ -12,11 +12,14 @@ Framing is what the secret allows: `Content-Security-Policy: frame-ancestors` na
 token is read; every refused token gets the same 404.
 """
 
+import datetime as dt
 import json
 from urllib.parse import urlencode
+from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.http import JsonResponse
+from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.clickjacking import xframe_options_exempt
 from django.views.decorators.http import require_http_methods
@@ -36,10 +39,15 @@ from dashboards.pages import (
 )
 from dashboards.results import FILTERED_KINDS, RESULT_FIELDS, SHARED, WRAPPERS, DateOverride, InsightResults
 from dashboards.selectors import shown_tiles
+from pipelines.query import dates as query_dates
+from pipelines.query.errors import QueryError
 
 NOT_FOUND_PAGE = "dashboards/embed_not_found.html"
 NOT_FOUND = {"type": "invalid_request", "code": "not_found", "detail": "Not found.", "attr": None}
 UNLOCKABLE = "This tile's query cannot be limited to what the embed locks, so it is not shown here."
+LONG_PERIODS = "This tile's periods start before the dates this page shows, so it is not shown here."
+DEFAULT_RETENTION_PERIODS = 11  # a retention's totalIntervals when its query leaves it out
+MAX_RETENTION_PERIODS = 30
 CLAMPED = "This page shows no more than the dates its link allows, so it shows the part of your range inside them."
 
 
@@ -59,9 +67,68 @@ class EmbedResults(InsightResults):
 
     def of(self, insight) -> dict:
         if self.locks and insight.query is not None and not lockable(insight.query):
-            unlockable = {**dict.fromkeys(RESULT_FIELDS), "is_cached": False, "error": UNLOCKABLE}
-            return {**unlockable, "timezone": self.project.time_zone}
+            return self.refused(UNLOCKABLE)
+        if insight.query is not None and self.query_of(insight) is None:
+            return self.refused(LONG_PERIODS)
         return super().of(insight)
+
+    def refused(self, reason: str) -> dict:
+        return {**dict.fromkeys(RESULT_FIELDS), "is_cached": False, "error": reason, "timezone": self.project.time_zone}
+
+    def query_of(self, insight):
+        """The tile's effective query; a retention's periods kept to those that start inside the dates in force
+        (the query layer counts them back from the range's end, whatever its start), None when none does."""
+        query = super().query_of(insight)
+        if self.dates is None or not self.dates.date_from:
+            return query
+        source = query
+        while isinstance(source, dict) and source.get("kind") in WRAPPERS:
+            source = source.get("source")
+        if not isinstance(source, dict) or source.get("kind") != "RetentionQuery":
+            return query
+        periods = retention_periods_within(source, self.dates, self.project)
+        if periods is None:
+            return query  # a range the query layer will refuse, naming it
+        if periods == 0:
+            return None
+        retention = source.setdefault("retentionFilter", {})
+        if isinstance(retention, dict):
+            total = retention.get("totalIntervals")
+            total = total if isinstance(total, int) and not isinstance(total, bool) else DEFAULT_RETENTION_PERIODS
+            retention["totalIntervals"] = min(total, periods)
+        return query
+
+
+def retention_periods_within(source: dict, dates: DateOverride, project) -> int | None:
+    """How many of a retention's periods (`Day`, `Week` from Sunday, `Month`), counted back from the one that holds
+    the range's end, start no earlier than the range's start; None when the dates name no range."""
+    retention = source.get("retentionFilter") if isinstance(source.get("retentionFilter"), dict) else {}
+    unit = {"Day": "day", "Week": "week", "Month": "month"}.get(retention.get("period") or "Day", "day")
+    tz = ZoneInfo(project.time_zone)
+    try:
+        resolved = query_dates.resolve(
+            dates.date_from,
+            dates.date_to,
+            explicit=False,
+            interval="day",
+            tz=tz,
+            now=timezone.now(),
+            earliest=lambda: None,
+            attr=lambda name: name,
+        )
+    except QueryError:
+        return None
+    start = resolved.start.astimezone(tz)
+    period = query_dates.start_of(unit, (resolved.end - dt.timedelta(microseconds=1)).astimezone(tz))
+    count = 0
+    while period >= start and count < MAX_RETENTION_PERIODS:
+        count += 1
+        day = period.date()
+        day = (
+            query_dates.add_months(day, -1) if unit == "month" else day - dt.timedelta(days=7 if unit == "week" else 1)
+        )
+        period = query_dates.local_midnight(day, tz)
+    return count
 
 
 def lockable(query) -> bool:

@@ -271,3 +271,37 @@ class TestRefusals:
         organization.allow_publicly_shared_resources = False
         organization.save()
         self.assert_refused(sign(secret, raw, dashboard_id=dashboard.pk), reference_404)
+
+
+class TestRetentionKeepsToTheLockedDates:
+    """A retention counts its periods back from the range's end whatever the range's start: on an embed, only the
+    periods that start inside the dates in force are computed."""
+
+    def retention_tile(self, dashboard, period: str):
+        query = {
+            "kind": "RetentionQuery",
+            "retentionFilter": {"period": period, "totalIntervals": 8},
+        }
+        return DashboardTileFactory(dashboard=dashboard, insight__name=f"Retention by {period}", insight__query=query)
+
+    def shown(self, portal, dashboard, name: str, **locked) -> dict:
+        secret, raw = portal
+        token = sign(secret, raw, dashboard_id=dashboard.pk, locked={"properties": CHROME, **locked})
+        tiles = get(token, format="json").json()["tiles"]
+        return next(tile["insight"] for tile in tiles if tile["insight"]["name"] == name)
+
+    def test_only_periods_inside_the_locked_range_are_cohorts(self, portal, project, dashboard):
+        self.retention_tile(dashboard, "Day")
+        shown = self.shown(portal, dashboard, "Retention by Day", date_from="-2d")
+        assert shown["error"] is None
+        assert len(shown["result"]) == 3  # the day two days ago, yesterday and today
+        unlocked = self.shown(portal, dashboard, "Retention by Day")
+        assert len(unlocked["result"]) == 8
+
+    def test_a_period_longer_than_the_range_is_not_shown(self, portal, project, dashboard):
+        self.retention_tile(dashboard, "Month")
+        today = timezone.now().date()
+        if today.day <= 3:
+            pytest.skip("the month began within the range")
+        shown = self.shown(portal, dashboard, "Retention by Month", date_from="-2d")
+        assert shown["result"] is None and "periods start before" in shown["error"]
