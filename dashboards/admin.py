@@ -13,6 +13,7 @@ from dashboards.models import (
     DashboardCollaborator,
     DashboardTag,
     DashboardTile,
+    EmbedSecret,
     Insight,
     InsightTag,
     SharingConfiguration,
@@ -21,7 +22,13 @@ from dashboards.models import (
 )
 from dashboards.pages import tile_meta
 from dashboards.results import InsightResults
-from dashboards.services import dashboard_update, insight_update, text_update
+from dashboards.services import (
+    dashboard_update,
+    embed_secret_delete,
+    embed_secret_update,
+    insight_update,
+    text_update,
+)
 from workspace.admin import RecordedInlineMixin, RecordedModelAdmin, short, shortened
 from workspace.services import VOLATILE_FIELDS
 
@@ -307,3 +314,33 @@ class TextAdmin(RecordedModelAdmin):
     def has_delete_permission(self, request, obj=None):
         # A text goes with its tile: remove the tile instead.
         return False
+
+
+@admin.register(EmbedSecret)
+class EmbedSecretAdmin(RecordedModelAdmin):
+    """Embed secrets: renamed, their allowed origins changed or deleted here, never shown. They are made and rotated
+    through the API, whose answer is the one place the secret is shown."""
+
+    list_display = (short("name"), "kid", short("project__name", "project"), "origins", "created_at", "rotated_at")
+    list_select_related = ("project",)
+    search_fields = ("name", "kid")
+    fields = ("project", "name", "kid", "allowed_origins", "created_by", "created_at", "rotated_at")
+    readonly_fields = ("project", "kid", "created_by", "created_at", "rotated_at")
+    # The log keeps a digest of the encrypted secret, as the API's entries do.
+    activity_secret_fields = frozenset({"secret_encrypted"})
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def activity_context(self, obj) -> dict:
+        return project_context(obj)
+
+    def update_object(self, request, obj, changes):
+        return embed_secret_update(actor=request.user, secret=obj, **changes)
+
+    def delete_object(self, request, obj) -> None:
+        embed_secret_delete(actor=request.user, secret=obj)
+
+    @admin.display(description="may be framed by")
+    def origins(self, secret):
+        return shortened(", ".join(secret.allowed_origins) or "no site")

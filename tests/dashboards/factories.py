@@ -5,6 +5,7 @@ from dashboards.models import (
     DashboardCollaborator,
     DashboardTag,
     DashboardTile,
+    EmbedSecret,
     Insight,
     InsightTag,
     SharingConfiguration,
@@ -12,6 +13,7 @@ from dashboards.models import (
 )
 from tests.organizations.factories import ProjectFactory
 from tests.workspace.factories import UserFactory
+from workspace.secrets import encrypt
 
 
 class DashboardFactory(factory.django.DjangoModelFactory):
@@ -91,3 +93,15 @@ class SharingConfigurationFactory(factory.django.DjangoModelFactory):
         model = SharingConfiguration
 
     dashboard = factory.SubFactory(DashboardFactory)
+
+
+class EmbedSecretFactory(factory.django.DjangoModelFactory):
+    """An embed secret, encrypted as the service keeps it (its plaintext is `es_test-<n>`)."""
+
+    class Meta:
+        model = EmbedSecret
+
+    project = factory.SubFactory(ProjectFactory)
+    name = factory.Sequence(lambda n: f"Portal {n}")
+    secret_encrypted = factory.Sequence(lambda n: encrypt(f"es_test-{n}".encode()).decode())
+    allowed_origins = factory.LazyFunction(lambda: ["https://portal.example.com"])
