@@ -13,9 +13,9 @@ A cohort's values are its size ("Day 0"), then, for each later period up to the 
 returning event in that period: the first cohort has `totalIntervals` values, the last one.
 
 One pass per person: one SQL statement reads the events of the target or the returning event in the periods (for
-`retention_first_time`, the target events before them too) and gives a row per distinct id and period it did either
-in (which of the two it did), with the id's person, sorted by person and period; the rows are streamed (`sql.stream`)
-and each person's are walked once, here, into the cohorts.
+`retention_first_time`, the target events before them too) and gives a row per person and period they did either in
+(which of the two they did; grouped by distinct id first, then by person), sorted by person and period; the rows are
+streamed (`sql.stream`) and each person's are walked once, here, into the cohorts.
 """
 
 import datetime as dt
@@ -79,9 +79,9 @@ def run(parsed: ParsedQuery, *, project, now: dt.datetime) -> dict:
 
 
 def rows_tree(parsed: ParsedQuery, *, project_id: int, engine: str, starts: list[dt.datetime], end: dt.datetime):
-    """The one statement: (person, period, kinds) for each distinct id and period it did the target or the returning
+    """The one statement: (person, period, kinds) for each person and period they did the target or the returning
     event in, sorted by person and period (-1: before the first, which only `retention_first_time` reads); `kinds` has
-    the TARGET and RETURNING bits of what it did then."""
+    the TARGET and RETURNING bits of what they did then."""
     query: RetentionQuery = parsed.node
     retention = query.retentionFilter
     table, project_filter = project_events(project_id)
@@ -101,10 +101,14 @@ def rows_tree(parsed: ParsedQuery, *, project_id: int, engine: str, starts: list
         ],
         default=number(len(starts) - 1),
     )
-    kinds = exp.Add(this=exp.Max(this=_flag(target, TARGET)), expression=exp.Max(this=_flag(returning, RETURNING)))
-    # Each distinct id's periods first (a few rows per id, grouped by a column the database knows), then their persons.
+    # Each distinct id's periods first (grouped by a column whose values the database knows), then their persons'.
     activity = (
-        exp.select(column("distinct_id").as_("distinct_id"), period.as_("period"), kinds.as_("kinds"))
+        exp.select(
+            column("distinct_id").as_("distinct_id"),
+            period.as_("period"),
+            exp.Max(this=_flag(target, TARGET)).as_("target"),
+            exp.Max(this=_flag(returning, RETURNING)).as_("returning"),
+        )
         .from_(table)
         .where(
             exp.and_(
@@ -121,10 +125,16 @@ def rows_tree(parsed: ParsedQuery, *, project_id: int, engine: str, starts: list
     )
     distinct_id = exp.column("distinct_id", table=ACTIVITY)
     key = person(engine, distinct_id)
+    kinds = exp.Add(
+        this=exp.Max(this=exp.column("target", table=ACTIVITY)),
+        expression=exp.Max(this=exp.column("returning", table=ACTIVITY)),
+    )
+    period_of = exp.column("period", table=ACTIVITY)
     select = (
-        exp.select(key.as_("person"), exp.column("period", table=ACTIVITY), exp.column("kinds", table=ACTIVITY))
+        exp.select(key.as_("person"), period_of.as_("period"), kinds.as_("kinds"))
         .from_(exp.Subquery(this=activity, alias=exp.TableAlias(this=exp.to_identifier(ACTIVITY))))
-        .order_by(key.copy(), exp.column("period", table=ACTIVITY))
+        .group_by(key.copy(), period_of.copy())
+        .order_by(key.copy(), period_of.copy())
     )
     return with_persons(select, project_id, distinct_id)
 
@@ -136,11 +146,8 @@ def tally(rows: Iterable[tuple], *, first_time: bool) -> Counter:
         cohorts: list[int] = []
         returned: list[int] = []
         seen_target = False
-        # One row per distinct id and period: a person's ids' rows of one period are together, and count once.
-        for period, rows_of_period in groupby(periods, key=itemgetter(1)):
-            period, kinds = int(period), 0
-            for row in rows_of_period:
-                kinds |= int(row[2])
+        for _, period, kinds in periods:
+            period, kinds = int(period), int(kinds)
             if kinds & TARGET and not seen_target:
                 seen_target = first_time  # only a person's first target period starts their cohort
                 if period >= 0:
