@@ -12,7 +12,8 @@ February). The order types:
 - `strict`: each step is the person's very next event (of any kind, in the range and matching the query's
   `properties`; events at the same instant in the order they arrived), strictly after the one before;
 - `unordered`: the steps in any order; an attempt starts at any event of any step, and the steps done within the
-  window count, in the order they were first done.
+  window count, in the order they were first done; each position is named for it ("Completed 2 steps"), as the
+  reference names them, since it counts whichever step was done there.
 
 One pass per person. One SQL statement reads the events that may take part (those of any step; for `strict`, all of
 the person's events), each with its person and a bitmask of the steps it matches, sorted by person and time; the rows
@@ -87,6 +88,8 @@ def run(parsed: ParsedQuery, *, project, now: dt.datetime) -> dict:
     results = []
     for order, series in enumerate(query.series):
         name = series.event if series.event is not None else "All events"
+        if filters.funnelOrderType == "unordered":  # a position counts whichever step was done there, as the reference
+            name = f"Completed {order + 1} step{'s' if order else ''}"
         results.append(
             {
                 "action_id": series.event,

@@ -301,3 +301,97 @@ class TestRetention:
             [0, 0],
             [1],
         ]
+
+
+class TestUnorderedFunnel:
+    """`test_funnel_unordered.py`: its events, created one after the other, a second apart here."""
+
+    PEOPLE = {
+        "stopped_after_signup1": ["user signed up"],
+        "stopped_after_pageview1": ["$pageview", "user signed up"],
+        "stopped_after_insightview": ["user signed up", "$pageview", "blaah blaa", "insight viewed"],
+        "stopped_after_insightview2": ["insight viewed", "$pageview", "user signed up"],
+        "stopped_after_insightview3": ["$pageview", "user signed up", "blaah blaa", "insight viewed"],
+        "stopped_after_insightview4": ["blaah blaa", "insight viewed"],
+        "stopped_after_insightview5": ["$pageview", "blaah blaa"],
+        "stopped_after_insightview6": ["insight viewed", "$pageview"],
+    }
+
+    @staticmethod
+    def sequences(project, people: dict[str, list[str]]) -> None:
+        second = dt.datetime(2024, 3, 5, 12, tzinfo=dt.UTC)
+        for distinct_id, events in people.items():
+            PersonFactory(project=project, distinct_ids=[distinct_id])
+            for event in events:
+                second += dt.timedelta(seconds=1)
+                add_event(project, second, event, distinct_id)
+
+    def test_basic_unordered_funnel(self, run, project):
+        self.sequences(project, self.PEOPLE)
+
+        body = run(
+            funnel(
+                "user signed up",
+                "$pageview",
+                "insight viewed",
+                order="unordered",
+                date_from="2024-03-01",
+                date_to="2024-03-10",
+            )
+        )
+
+        assert [step["name"] for step in body["results"]] == [
+            "Completed 1 step",
+            "Completed 2 steps",
+            "Completed 3 steps",
+        ]
+        assert counts(body) == [8, 5, 3]
+
+    def test_big_multi_step_unordered_funnel(self, run, project):
+        people = {
+            **self.PEOPLE,
+            "stopped_after_pageview1": ["$pageview", "crying"],
+            "stopped_after_insightview2": ["insight viewed", "crying", "user signed up"],
+            "stopped_after_insightview3": ["$pageview", "user signed up", "crying", "insight viewed"],
+        }
+        self.sequences(project, people)
+        steps = ["user signed up", "$pageview", "insight viewed", "crying"]
+
+        body = run(funnel(*steps, order="unordered", date_from="2024-03-01", date_to="2024-03-10"))
+
+        assert counts(body) == [8, 5, 3, 1]
+
+    def test_basic_unordered_funnel_conversion_times(self, run, project):
+        journeys(
+            project,
+            {
+                "stopped_after_signup1": [("user signed up", dt.datetime(2021, 5, 2))],
+                "stopped_after_pageview1": [
+                    ("$pageview", dt.datetime(2021, 5, 2)),
+                    ("user signed up", dt.datetime(2021, 5, 2, 1)),
+                ],
+                "stopped_after_insightview": [  # completes the funnel twice: the first (2 h + 2 h) counts
+                    ("insight viewed", dt.datetime(2021, 5, 2)),
+                    ("user signed up", dt.datetime(2021, 5, 2, 2)),
+                    ("$pageview", dt.datetime(2021, 5, 2, 4)),
+                    ("$pageview", dt.datetime(2021, 5, 3)),
+                    ("insight viewed", dt.datetime(2021, 5, 3, 3)),
+                    ("user signed up", dt.datetime(2021, 5, 3, 6)),
+                ],
+            },
+        )
+        query = funnel(
+            "user signed up",
+            "$pageview",
+            "insight viewed",
+            order="unordered",
+            date_from="2021-05-01 00:00:00",
+            date_to="2021-05-07 23:59:59",
+            funnelWindowInterval=1,
+        )
+
+        results = run(query)["results"]
+
+        assert results[0]["count"] == 3
+        # As the reference's UDF funnels: each person's first conversion, not an average of all of theirs.
+        assert [step["average_conversion_time"] for step in results] == [None, 5400, 7200]
