@@ -238,7 +238,8 @@ def fuzz_client(reader, project, settings):
 def test_no_query_answers_500(fuzz_client, project, query, refresh):
     response = fuzz_client.post(query_url(project.pk), {"query": query, "refresh": refresh}, format="json")
 
-    assert response.status_code in (200, 400), (json.dumps(query)[:2000], response.content[:500])
+    # 429 when a long run passes the key's request rate; never a 500.
+    assert response.status_code in (200, 400, 429), (json.dumps(query)[:2000], response.content[:500])
     if response.status_code == 400:
         assert response.json()["type"] == "validation_error"
         assert response.json()["attr"] is None or response.json()["attr"].startswith("query")
