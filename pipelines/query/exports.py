@@ -186,29 +186,32 @@ class _ExportTranslator(_Translator):
             )
         return typed
 
-    def _rewrite(self, node: exp.Expression, *, aliases: bool = False) -> Typed:
-        if isinstance(node, exp.And | exp.Or):
-            left, right = self._condition(node.this), self._condition(node.expression)
-            return Typed(type(node)(this=left.node, expression=right.node), "Bool")
-        if isinstance(node, exp.Not):
-            return Typed(exp.Not(this=self._condition(node.this).node), "Bool")
-        if isinstance(node, exp.Like | exp.ILike):
-            return self._like(node)
-        if isinstance(node, exp.In) and not (node.args.get("query") or node.args.get("unnest")):
-            return self._in(node)
-        if isinstance(node, exp.Between):
-            subject = self._rewrite(node.this)
-            low = self._pair(_again(subject), self._rewrite(node.args["low"]))
-            high = self._pair(_again(subject), self._rewrite(node.args["high"]))
-            return Typed(exp.Paren(this=exp.and_(exp.GTE(**_sides(low)), exp.LTE(**_sides(high)))), "Bool")
-        if isinstance(node, exp.Add | exp.Sub | exp.Mul | exp.Div | exp.Mod):
-            raise QueryError(
-                "Arithmetic, now() and INTERVAL are not allowed in a batch export's WHERE: compare columns and "
-                "properties with values (a run must read the same events whenever it runs)."
-            )
-        if isinstance(node, exp.Literal) and not node.is_string and not math.isfinite(float(node.this)):
+    # The translator's grammar (_Translator.EXPRESSIONS), held to one event: AND, OR and NOT take conditions; LIKE, IN
+    # and BETWEEN compare as the module's docstring says; arithmetic, now() and INTERVAL are refused.
+
+    def _logical(self, node: exp.And | exp.Or, *, aliases: bool) -> Typed:
+        left, right = self._condition(node.this), self._condition(node.expression)
+        return Typed(type(node)(this=left.node, expression=right.node), "Bool")
+
+    def _not(self, node: exp.Not, *, aliases: bool) -> Typed:
+        return Typed(exp.Not(this=self._condition(node.this).node), "Bool")
+
+    def _between(self, node: exp.Between, *, aliases: bool) -> Typed:
+        subject = self._rewrite(node.this)
+        low = self._pair(_again(subject), self._rewrite(node.args["low"]))
+        high = self._pair(_again(subject), self._rewrite(node.args["high"]))
+        return Typed(exp.Paren(this=exp.and_(exp.GTE(**_sides(low)), exp.LTE(**_sides(high)))), "Bool")
+
+    def _arithmetic(self, node: exp.Expression, *, aliases: bool) -> Typed:
+        raise QueryError(
+            "Arithmetic, now() and INTERVAL are not allowed in a batch export's WHERE: compare columns and "
+            "properties with values (a run must read the same events whenever it runs)."
+        )
+
+    def _literal(self, node: exp.Literal, *, aliases: bool) -> Typed:
+        if not node.is_string and not math.isfinite(float(node.this)):
             raise QueryError(f"{node.this[:50]} is beyond the range of numbers.")
-        return super()._rewrite(node, aliases=aliases)
+        return super()._literal(node, aliases=aliases)
 
     def _column(self, node: exp.Expression, *, aliases: bool) -> Typed:
         keys = self._path(node)
@@ -280,7 +283,7 @@ class _ExportTranslator(_Translator):
             "'2024-01-01T00:00:00Z', and one property at a time (properties.<name>)."
         )
 
-    def _like(self, node: exp.Like | exp.ILike) -> Typed:
+    def _like(self, node: exp.Like | exp.ILike, *, aliases: bool) -> Typed:
         """LIKE case-sensitive and ILIKE not, with `%` and `_` as the only special characters, on both engines."""
         usage = f"matched with {node.key.upper()}"
         subject = self._text(self._rewrite(node.this), usage=usage).node
@@ -293,8 +296,10 @@ class _ExportTranslator(_Translator):
             matched = exp.Escape(this=matched, expression=string(""))
         return Typed(matched, "Bool")
 
-    def _in(self, node: exp.In) -> Typed:
+    def _in(self, node: exp.In, *, aliases: bool) -> Typed:
         """`x IN (values)`, each value paired with `x` on its own: values of several kinds give one IN per kind."""
+        if node.args.get("query") or node.args.get("unnest"):
+            return super()._in(node, aliases=aliases)  # refused as a subquery
         if node.args.get("field") or not node.expressions:
             raise QueryError("IN takes a list of values.")
         subject = self._rewrite(node.this)

@@ -234,60 +234,97 @@ class _Translator:
 
     # Expressions ---------------------------------------------------------------------------------------------------
 
+    # What an expression may be, tried in this order: its node types and the method that rewrites them (a subclass
+    # restricts the grammar by overriding a method). Anything else is refused, naming it.
+    EXPRESSIONS: tuple[tuple[tuple[type[exp.Expression], ...], str], ...] = (
+        ((exp.Column, exp.Bracket, exp.Dot), "_column"),
+        ((exp.Literal,), "_literal"),
+        ((exp.Null,), "_null"),
+        ((exp.Boolean,), "_boolean"),
+        ((exp.Paren,), "_paren"),
+        ((exp.Neg,), "_neg"),
+        ((exp.And, exp.Or), "_logical"),
+        ((exp.Not,), "_not"),
+        (COMPARISONS, "_comparison"),
+        ((exp.Like, exp.ILike), "_like"),
+        ((exp.Is,), "_is"),
+        ((exp.In,), "_in"),
+        ((exp.Between,), "_between"),
+        (ARITHMETIC, "_arithmetic"),
+        ((exp.Func,), "_function"),
+        ((exp.Subquery, exp.Select, exp.Union), "_subquery"),
+    )
+
     def _rewrite(self, node: exp.Expression, *, aliases: bool = False) -> Typed:
-        rewrite = lambda child: self._rewrite(child, aliases=aliases)  # noqa: E731
-        if isinstance(node, exp.Column | exp.Bracket | exp.Dot):
-            return self._column(node, aliases=aliases)
-        if isinstance(node, exp.Literal):
-            if node.is_string:
-                return Typed(node.copy(), "String")
-            return Typed(node.copy(), "Int64" if node.this.lstrip("-").isdigit() else "Float64")
-        if isinstance(node, exp.Null):
-            return Typed(exp.Null(), "Null")
-        if isinstance(node, exp.Boolean):
-            return Typed(node.copy(), "Bool")
-        if isinstance(node, exp.Paren):
-            inner = rewrite(node.this)
-            return Typed(exp.Paren(this=inner.node), inner.type, inner.keys)
-        if isinstance(node, exp.Neg):
-            inner = self._number(rewrite(node.this))
-            return Typed(exp.Neg(this=inner.node), inner.type)
-        if isinstance(node, exp.And | exp.Or):
-            return Typed(type(node)(this=rewrite(node.this).node, expression=rewrite(node.expression).node), "Bool")
-        if isinstance(node, exp.Not):
-            return Typed(exp.Not(this=rewrite(node.this).node), "Bool")
-        if isinstance(node, COMPARISONS):
-            left, right = self._pair(rewrite(node.this), rewrite(node.expression))
-            return Typed(type(node)(this=left.node, expression=right.node), "Bool")
-        if isinstance(node, exp.Like | exp.ILike):
-            return Typed(type(node)(this=rewrite(node.this).node, expression=rewrite(node.expression).node), "Bool")
-        if isinstance(node, exp.Is):
-            if not isinstance(node.expression, exp.Null):
-                raise QueryError("Only IS NULL and IS NOT NULL are allowed.")
-            return Typed(exp.Is(this=rewrite(node.this).node, expression=exp.Null()), "Bool")
-        if isinstance(node, exp.In):
-            if node.args.get("query") or node.args.get("unnest") or node.args.get("field"):
-                raise QueryError("Subqueries are not allowed: IN takes a list of values.")
-            subject = rewrite(node.this)
-            pairs = [self._pair(subject, rewrite(option)) for option in node.expressions]
-            left = pairs[0][0] if pairs else subject
-            return Typed(exp.In(this=left.node, expressions=[right.node for _, right in pairs]), "Bool")
-        if isinstance(node, exp.Between):
-            subject = rewrite(node.this)
-            low = self._pair(subject, rewrite(node.args["low"]))
-            high = self._pair(subject, rewrite(node.args["high"]))
-            return Typed(exp.Between(this=low[0].node, low=low[1].node, high=high[1].node), "Bool")
+        for types, method in self.EXPRESSIONS:
+            if isinstance(node, types):
+                return getattr(self, method)(node, aliases=aliases)
+        raise QueryError(f"{node.key.upper()} is not allowed: {node.sql()[:80]}")
+
+    def _literal(self, node: exp.Literal, *, aliases: bool) -> Typed:
+        if node.is_string:
+            return Typed(node.copy(), "String")
+        return Typed(node.copy(), "Int64" if node.this.lstrip("-").isdigit() else "Float64")
+
+    def _null(self, node: exp.Null, *, aliases: bool) -> Typed:
+        return Typed(exp.Null(), "Null")
+
+    def _boolean(self, node: exp.Boolean, *, aliases: bool) -> Typed:
+        return Typed(node.copy(), "Bool")
+
+    def _paren(self, node: exp.Paren, *, aliases: bool) -> Typed:
+        inner = self._rewrite(node.this, aliases=aliases)
+        return Typed(exp.Paren(this=inner.node), inner.type, inner.keys)
+
+    def _neg(self, node: exp.Neg, *, aliases: bool) -> Typed:
+        inner = self._number(self._rewrite(node.this, aliases=aliases))
+        return Typed(exp.Neg(this=inner.node), inner.type)
+
+    def _logical(self, node: exp.And | exp.Or, *, aliases: bool) -> Typed:
+        left, right = self._rewrite(node.this, aliases=aliases), self._rewrite(node.expression, aliases=aliases)
+        return Typed(type(node)(this=left.node, expression=right.node), "Bool")
+
+    def _not(self, node: exp.Not, *, aliases: bool) -> Typed:
+        return Typed(exp.Not(this=self._rewrite(node.this, aliases=aliases).node), "Bool")
+
+    def _comparison(self, node: exp.Expression, *, aliases: bool) -> Typed:
+        left, right = self._rewrite(node.this, aliases=aliases), self._rewrite(node.expression, aliases=aliases)
+        left, right = self._pair(left, right)
+        return Typed(type(node)(this=left.node, expression=right.node), "Bool")
+
+    def _like(self, node: exp.Like | exp.ILike, *, aliases: bool) -> Typed:
+        left, right = self._rewrite(node.this, aliases=aliases), self._rewrite(node.expression, aliases=aliases)
+        return Typed(type(node)(this=left.node, expression=right.node), "Bool")
+
+    def _is(self, node: exp.Is, *, aliases: bool) -> Typed:
+        if not isinstance(node.expression, exp.Null):
+            raise QueryError("Only IS NULL and IS NOT NULL are allowed.")
+        return Typed(exp.Is(this=self._rewrite(node.this, aliases=aliases).node, expression=exp.Null()), "Bool")
+
+    def _in(self, node: exp.In, *, aliases: bool) -> Typed:
+        if node.args.get("query") or node.args.get("unnest") or node.args.get("field"):
+            raise QueryError("Subqueries are not allowed: IN takes a list of values.")
+        subject = self._rewrite(node.this, aliases=aliases)
+        pairs = [self._pair(subject, self._rewrite(option, aliases=aliases)) for option in node.expressions]
+        left = pairs[0][0] if pairs else subject
+        return Typed(exp.In(this=left.node, expressions=[right.node for _, right in pairs]), "Bool")
+
+    def _between(self, node: exp.Between, *, aliases: bool) -> Typed:
+        subject = self._rewrite(node.this, aliases=aliases)
+        low = self._pair(subject, self._rewrite(node.args["low"], aliases=aliases))
+        high = self._pair(subject, self._rewrite(node.args["high"], aliases=aliases))
+        return Typed(exp.Between(this=low[0].node, low=low[1].node, high=high[1].node), "Bool")
+
+    def _arithmetic(self, node: exp.Expression, *, aliases: bool) -> Typed:
         if isinstance(node, exp.Add | exp.Sub) and isinstance(node.expression, exp.Interval):
             return self._shifted(node)
-        if isinstance(node, ARITHMETIC):
-            left, right = self._number(rewrite(node.this)), self._number(rewrite(node.expression))
-            kind = "Float64" if isinstance(node, exp.Div) or "Float64" in (left.type, right.type) else "Int64"
-            return Typed(type(node)(this=left.node, expression=right.node), kind)
-        if isinstance(node, exp.Func):
-            return self._function(node, aliases=aliases)
-        if isinstance(node, exp.Subquery | exp.Select | exp.Union):
-            raise QueryError("Subqueries are not allowed.")
-        raise QueryError(f"{node.key.upper()} is not allowed: {node.sql()[:80]}")
+        left = self._number(self._rewrite(node.this, aliases=aliases))
+        right = self._number(self._rewrite(node.expression, aliases=aliases))
+        kind = "Float64" if isinstance(node, exp.Div) or "Float64" in (left.type, right.type) else "Int64"
+        return Typed(type(node)(this=left.node, expression=right.node), kind)
+
+    def _subquery(self, node: exp.Expression, *, aliases: bool) -> Typed:
+        raise QueryError("Subqueries are not allowed.")
 
     def _column(self, node: exp.Expression, *, aliases: bool) -> Typed:
         keys = self._path(node)
