@@ -34,8 +34,8 @@ from rest_framework.exceptions import APIException
 
 from dashboards.models import Insight
 from pipelines.query.errors import QueryError, QueryThrottled
+from pipelines.query.kinds import parse_query
 from pipelines.query.limits import QueryLimits
-from pipelines.query.nodes import parse_query
 from pipelines.query.runner import cache_key, run_query
 from workspace.api.exceptions import DATABASE_UNAVAILABLE
 

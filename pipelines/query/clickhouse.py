@@ -31,14 +31,12 @@ from sqlglot import exp
 
 from pipelines.events.models import Event, PersonDistinctId
 from pipelines.query.errors import QueryError
-from pipelines.query.nodes import ParsedQuery, parse_query
-from pipelines.query.runner import RUNNERS
+from pipelines.query.kinds import KINDS, parse_query
+from pipelines.query.nodes import ParsedQuery
+from pipelines.query.runner import compute
 from pipelines.query.sql import ENGINE, EVENTS, PERSON_IDS
 
 DIALECT = "clickhouse"
-# The kinds whose trees are shown to render for ClickHouse (tests/pipelines/test_clickhouse_rendering.py runs each in
-# chDB); a new kind joins with its entry here and its cases there.
-KINDS = frozenset({"TrendsQuery", "HogQLQuery", "FunnelsQuery", "RetentionQuery"})
 
 
 def render(tree: exp.Expression, *, events_table: str = "events", persons_table: str = "person_distinct_ids") -> str:
@@ -89,15 +87,15 @@ def run(
     """The result of a parsed query over `project`'s events in ClickHouse, as the API computes it from its own
     database: `execute(sql)` runs each statement and returns its rows as tuples (for a funnel's or retention's
     statement, rows sorted by person that the same walk reads; a client may return them as an iterator of blocks'
-    rows, so that they are not held whole)."""
+    rows, so that they are not held whole). Only the kinds shown to render for ClickHouse (`Kind.clickhouse`) run."""
     kind = parsed.node.kind
-    if kind not in KINDS:
+    if not KINDS[kind].clickhouse:
         raise QueryError(f"{kind} is not rendered for ClickHouse.", attr=parsed.attr("kind"))
     token = ENGINE.set(
         (DIALECT, lambda tree: execute(render(tree, events_table=events_table, persons_table=persons_table)))
     )
     try:
-        return RUNNERS[kind](parsed, project=project, now=now)
+        return compute(parsed, project=project, now=now)
     finally:
         ENGINE.reset(token)
 

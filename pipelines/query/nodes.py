@@ -6,16 +6,14 @@ service does not compute is a 400 whose `attr` is the field's JSON path (`query_
 computed without it. Fields that only change how a result is drawn (`trendsFilter.showLegend`, the wrappers' `show*`
 switches) are accepted and kept.
 
-The wrappers `InsightVizNode` and `DataVisualizationNode` are unwrapped: `parse_query` returns their `source` and
-the path it was read at, so that later errors name fields inside it (`query__source__interval`).
+The wrappers `InsightVizNode` and `DataVisualizationNode` are unwrapped: `pipelines.query.kinds.parse_query` returns
+their `source` and the path it was read at, so that later errors name fields inside it (`query__source__interval`).
 """
 
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
-from pipelines.query.errors import QueryError
+from pydantic import BaseModel, ConfigDict, Field
 
 Math = Literal[
     "total", "dau", "weekly_active", "monthly_active", "sum", "avg", "min", "max", "median", "p90", "p95", "p99"
@@ -208,19 +206,6 @@ class DataVisualizationNode(Node):
     tableSettings: dict | None = None
 
 
-# What each kind may hold as its source, and the kinds a request may compute.
-WRAPPERS: dict[str, tuple[type[Node], tuple[str, ...]]] = {
-    "InsightVizNode": (InsightVizNode, ("TrendsQuery", "FunnelsQuery", "RetentionQuery")),
-    "DataVisualizationNode": (DataVisualizationNode, ("HogQLQuery",)),
-}
-QUERIES: dict[str, type[Node]] = {
-    "TrendsQuery": TrendsQuery,
-    "FunnelsQuery": FunnelsQuery,
-    "RetentionQuery": RetentionQuery,
-    "HogQLQuery": HogQLQuery,
-}
-
-
 @dataclass(frozen=True)
 class ParsedQuery:
     node: Node
@@ -229,39 +214,3 @@ class ParsedQuery:
     def attr(self, *keys: object) -> str:
         """The error `attr` of a field inside the node."""
         return "__".join([*self.path, *(str(key) for key in keys)])
-
-
-def parse_query(data: object, path: tuple[str, ...] = ("query",)) -> ParsedQuery:
-    """The query node `data` describes (a wrapper's source, for a wrapper); QueryError naming the first bad field."""
-    attr = "__".join(path)
-    if not isinstance(data, dict):
-        raise QueryError("A query is a JSON object with a `kind`.", attr=attr)
-    kind = data.get("kind")
-    if kind is not None and not isinstance(kind, str):  # an object or a list cannot name a kind (nor be looked up)
-        known = ", ".join([*QUERIES, *WRAPPERS])
-        raise QueryError(f"A query's kind is a string: one of {known}.", attr=f"{attr}__kind")
-    if kind in WRAPPERS:
-        model, sources = WRAPPERS[kind]
-        wrapper = _validate(model, data, path)
-        source = wrapper.source
-        if source.get("kind") not in sources:
-            raise QueryError(f"{kind} takes a source of kind {' or '.join(sources)}.", attr=f"{attr}__source__kind")
-        return parse_query(source, (*path, "source"))
-    if kind not in QUERIES:
-        known = ", ".join([*QUERIES, *WRAPPERS])
-        raise QueryError(f"Unknown query kind {kind!r}: use one of {known}.", attr=f"{attr}__kind")
-    return ParsedQuery(_validate(QUERIES[kind], data, path), path)
-
-
-def _validate(model: type[Node], data: dict, path: tuple[str, ...]) -> Node:
-    try:
-        return model.model_validate(data)
-    except ValidationError as error:
-        first = error.errors(include_url=False)[0]
-        location = [str(part) for part in first["loc"]]
-        attr = "__".join([*path, *location])
-        if first["type"] == "extra_forbidden":
-            raise QueryError(f"Unknown field {location[-1]!r}.", attr=attr) from None
-        if first["type"] == "missing":
-            raise QueryError("This field is required.", attr=attr, code="required") from None
-        raise QueryError(f"{first['msg']}.", attr=attr) from None

@@ -22,20 +22,12 @@ from django.core.cache import cache
 from django.utils import timezone
 
 from pipelines.events.models import Event
-from pipelines.query import funnels, hogql, retention, trends
+from pipelines.query.kinds import KINDS, parse_query
 from pipelines.query.limits import QueryLimits, check_shape, within_timeout
-from pipelines.query.nodes import ParsedQuery, parse_query
+from pipelines.query.nodes import ParsedQuery
 from pipelines.query.sql import ENGINE, dialect
 
 REFRESH_MODES = ("blocking", "force_blocking", "force_cache")
-# Bumped when a kind's computation or result shape changes, so results computed before are not served.
-KIND_VERSIONS = {"TrendsQuery": 2, "FunnelsQuery": 2, "RetentionQuery": 2, "HogQLQuery": 1}
-RUNNERS = {
-    "TrendsQuery": trends.run,
-    "FunnelsQuery": funnels.run,
-    "RetentionQuery": retention.run,
-    "HogQLQuery": hogql.run,
-}
 FRESH_FOR_HOUR_INTERVALS = dt.timedelta(minutes=15)
 FRESH_FOR = dt.timedelta(hours=1)
 KEPT_FOR_SECONDS = 7 * 24 * 3600
@@ -78,7 +70,7 @@ def run_query(
     if limits is None:
         limits = QueryLimits(as_tile_error=True)
     with limits.computation(project):
-        result = RUNNERS[parsed.node.kind](parsed, project=project, now=now)
+        result = compute(parsed, project=project, now=now)
     response = {
         **result,
         "is_cached": False,
@@ -101,9 +93,14 @@ def validate_query(*, project, query: object) -> None:
     token = ENGINE.set((dialect(), lambda tree: []))
     try:
         with within_timeout():
-            RUNNERS[parsed.node.kind](parsed, project=project, now=now)
+            compute(parsed, project=project, now=now)
     finally:
         ENGINE.reset(token)
+
+
+def compute(parsed: ParsedQuery, *, project, now: dt.datetime) -> dict:
+    """The result of a parsed query over `project`'s events, computed by its kind."""
+    return KINDS[parsed.node.kind].run(parsed, project=project, now=now)
 
 
 def _earliest(project):
@@ -117,7 +114,7 @@ def cache_key(project, parsed: ParsedQuery) -> str:
             "project": project.pk,
             "query": node.model_dump(mode="json"),
             "timezone": project.time_zone,
-            "version": KIND_VERSIONS[node.kind],
+            "version": KINDS[node.kind].version,
         },
         sort_keys=True,
         separators=(",", ":"),

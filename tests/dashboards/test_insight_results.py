@@ -51,7 +51,7 @@ def no_computation(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("a result was computed")
 
-    monkeypatch.setattr(runner, "RUNNERS", {kind: refuse for kind in runner.RUNNERS})
+    monkeypatch.setattr(runner, "compute", refuse)
 
 
 class TestRetrieve:
@@ -97,7 +97,7 @@ class TestRetrieve:
         insight = InsightFactory(project=project, query=PAGEVIEWS)
         cached = client.get(insight_url(project, insight)).json()
         other = InsightFactory(project=project, query=SIGNUPS)
-        monkeypatch.setattr(runner, "RUNNERS", {})  # a computation would fail with a KeyError
+        monkeypatch.setattr(runner, "compute", None)  # a computation would fail with a TypeError
 
         hit = client.get(insight_url(project, insight), {"refresh": "force_cache"}).json()
         miss = client.get(insight_url(project, other), {"refresh": "force_cache"}).json()
@@ -302,8 +302,8 @@ class TestDashboardTiles:
                 raise QueryTimeout("The query took longer than 10000 ms and was stopped.")
             return original(parsed, **kwargs)
 
-        original = runner.RUNNERS["TrendsQuery"]
-        monkeypatch.setitem(runner.RUNNERS, "TrendsQuery", slow)
+        original = runner.compute
+        monkeypatch.setattr(runner, "compute", slow)
 
         response = client.get(dashboard_url(project, dashboard), {"refresh": "force_blocking"})
 

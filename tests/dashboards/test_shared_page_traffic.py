@@ -18,7 +18,7 @@ from django.utils import timezone
 from dashboards import results
 from dashboards.pages import SharedPageViewThrottle
 from pipelines.query import runner
-from pipelines.query.nodes import parse_query
+from pipelines.query.kinds import parse_query
 from tests.dashboards.factories import DashboardFactory, DashboardTileFactory, SharingConfigurationFactory
 from tests.pipelines.factories import EventFactory
 from tests.pipelines.query.conftest import add_event, trends
@@ -37,15 +37,13 @@ def shared_page(project, query=VIEWS) -> str:
 def computations(monkeypatch):
     """How many times each kind was computed."""
     counted = []
+    compute = runner.compute
 
-    def counting(kind, run):
-        def counted_run(*args, **kwargs):
-            counted.append(kind)
-            return run(*args, **kwargs)
+    def counting(parsed, **kwargs):
+        counted.append(parsed.node.kind)
+        return compute(parsed, **kwargs)
 
-        return counted_run
-
-    monkeypatch.setattr(runner, "RUNNERS", {kind: counting(kind, run) for kind, run in runner.RUNNERS.items()})
+    monkeypatch.setattr(runner, "compute", counting)
     return counted
 
 

@@ -16,8 +16,8 @@ import pytest
 
 from pipelines.events.models import Event, PersonDistinctId
 from pipelines.query import clickhouse
-from pipelines.query.nodes import parse_query
-from pipelines.query.runner import RUNNERS
+from pipelines.query.kinds import parse_query
+from pipelines.query.runner import compute
 from tests.pipelines.factories import PersonFactory
 from tests.pipelines.query.conftest import add_event, hogql, trends
 
@@ -91,7 +91,7 @@ def compare(project, events, chdb_rows, tmp_path):
 
     def check(query: dict) -> dict:
         parsed = parse_query(query)
-        expected = RUNNERS[parsed.node.kind](parsed, project=project, now=NOW)
+        expected = compute(parsed, project=project, now=NOW)
         actual = clickhouse.run(
             parsed, project=project, now=NOW, execute=chdb_rows, events_table=table, persons_table=persons
         )

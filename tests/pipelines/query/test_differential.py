@@ -14,8 +14,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from pipelines.query.nodes import parse_query
-from pipelines.query.runner import RUNNERS
+from pipelines.query.kinds import parse_query
+from pipelines.query.runner import compute as run
 from tests.pipelines.factories import PersonFactory
 from tests.pipelines.query.conftest import add_event
 
@@ -70,7 +70,7 @@ class World:
 
 
 def compute(project, query: dict) -> dict:
-    return RUNNERS[query["kind"]](parse_query(query), project=project, now=NOW)
+    return run(parse_query(query), project=project, now=NOW)
 
 
 @pytest.fixture(params=[(zone, seed) for zone in ZONES for seed in (1, 2)], ids=lambda p: f"{p[0]}-{p[1]}")

@@ -10,7 +10,7 @@ from django.test import Client
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipelines.query.nodes import QUERIES
+from pipelines.query.kinds import KINDS
 from tests.dashboards.factories import (
     DashboardFactory,
     DashboardTileFactory,
@@ -213,8 +213,8 @@ def _valid(schema: dict, defs: dict, name: str) -> st.SearchStrategy:
 
 def node_strategy() -> st.SearchStrategy:
     nodes = []
-    for model in QUERIES.values():
-        schema = model.model_json_schema()
+    for kind in KINDS.values():
+        schema = kind.node.model_json_schema()
         nodes.append(_valid(schema, schema.get("$defs", {}), ""))
     node = st.one_of(nodes)
     wrapped = node.map(lambda source: {"kind": "InsightVizNode", "source": source})
