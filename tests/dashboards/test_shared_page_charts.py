@@ -191,12 +191,13 @@ def test_a_funnel_is_a_bar_per_step_with_its_conversion_in_the_table(project, al
         "1 person · 50%",
     ]
     cells = [cell[2] for cell in page.found if cell[0] in ("th", "td")]
-    # user-1 viewed first on 16 March at 10:00 and signed up on the 17th at 12:00: 26 hours.
+    # user-1 viewed on 16 March at 10:00 and again on the 17th at 10:00, then signed up at 12:00: as in the
+    # reference, the conversion is timed from the latest first step before it, 2 hours.
     assert cells == ["Step", "People", "Conversion", "Average time"] + ["1. $pageview", "2", "100%", ""] + [
         "2. signed_up",
         "1",
         "50%",
-        "1d 2h",
+        "2h 0m",
     ]
 
 
