@@ -4,7 +4,7 @@ of cached results beside their floors.
 - Four queries over the first project's events (a 30-day daily trend, a 3-step funnel, a trend broken down by
   `$browser`, an 8-week retention), each POSTed to `/api/projects/:id/query/` with `"refresh": "force_blocking"`
   (computed every time), one request at a time, alternating with its floor: the SELECT statements the query layer
-  runs for it, captured once in this process (each statement as `pipelines.query.sql.render` renders it), executed
+  runs for it, captured once in this process (each statement as `Dialect.render` renders it), executed
   through psycopg on a connection with the service's session settings and fetched whole, nothing else (no HTTP, no
   read-only transaction, no statement timeout). For the funnel and retention that statement is the floor DECISIONS.md
   §18 names: reading the same events sorted by person and time as their walk needs, so the ratio is the price of
@@ -261,22 +261,22 @@ def captured_statements(project, query: dict) -> list[tuple[str, object]]:
     """The SELECT statements that computing `query` runs, in order: run_query with the cache off, in this process,
     each statement recorded as the query layer renders it (whether it runs it whole or streams its rows). The
     read-only transaction's SET statements are left out: they are the query layer's, not the query's."""
-    from pipelines.query import sql
+    from pipelines.query.dialects import Dialect
     from pipelines.query.runner import run_query
 
     statements = []
-    render = sql.render
+    render = Dialect.render
 
-    def record(tree, engine):
-        text = render(tree, engine)
+    def record(dialect, tree):
+        text = render(dialect, tree)
         statements.append((text, None))
         return text
 
-    sql.render = record
+    Dialect.render = record
     try:
         run_query(project=project, query=query, refresh="force_blocking")
     finally:
-        sql.render = render
+        Dialect.render = render
     return statements
 
 

@@ -36,14 +36,16 @@ import math
 import uuid
 from dataclasses import dataclass
 
+from django.db import connection
 from django.db.models import BooleanField
 from django.db.models.expressions import RawSQL
 from sqlglot import exp
 
 from pipelines.events.models import Event
+from pipelines.query.dialects import Dialect, dialect_for
 from pipelines.query.errors import QueryError
 from pipelines.query.hogql import CANONICAL, NUMERIC, TIMES, TRUNCATIONS, Typed, _text, _Translator
-from pipelines.query.sql import EVENTS, column, dialect, number, render, string
+from pipelines.query.sql import EVENTS, column, string
 
 MAX_QUERY_LENGTH = 10_000
 # An export's event fields: the column of the events table each reads, and its type for the translator. `created_at`
@@ -75,9 +77,6 @@ FUNCTIONS = (*TRUNCATIONS, "toDate")
 TEXT = {"String", "Property", "UUID"}
 # What each type is, for telling which values compare with which.
 KINDS = {**dict.fromkeys(TEXT, "text"), **dict.fromkeys(NUMERIC, "number"), **dict.fromkeys(TIMES, "time")}
-UUID_PARTS = ((1, 8), (9, 4), (13, 4), (17, 4), (21, 12))  # SQLite keeps a uuid as its 32 hex digits
-# LIKE's wildcards as GLOB's, and GLOB's own wildcards made literal.
-GLOB = {"%": "*", "_": "?", "*": "[*]", "?": "[?]", "[": "[[]"}
 SHAPE = "SELECT … FROM events [WHERE …]"
 
 Path = tuple[str, ...]
@@ -101,7 +100,7 @@ def compile_export(text: str | None) -> ExportQuery:
     if len(text) > MAX_QUERY_LENGTH:
         raise QueryError(f"The query is too long (at most {MAX_QUERY_LENGTH:,} characters).", attr="hogql_query")
     try:
-        return _ExportTranslator().compile(text)
+        return _ExportTranslator(dialect_for(connection)).compile(text)
     except QueryError as error:
         raise QueryError(error.detail, attr="hogql_query", code=error.code) from None
     except RecursionError:
@@ -120,7 +119,7 @@ def events_condition(query: ExportQuery) -> RawSQL | None:
             return exp.column(node.name, table=table)
         return node
 
-    sql = render(query.where.transform(qualified), dialect())
+    sql = dialect_for(connection).render(query.where.transform(qualified))
     return RawSQL(sql.replace("%", "%%"), (), output_field=BooleanField())  # no parameters: `%` stands for itself
 
 
@@ -128,8 +127,8 @@ class _ExportTranslator(_Translator):
     """The HogQL translator held to what an export runs: the export's fields, conditions over one event, and
     comparisons that run on both engines whatever the values (see the module's docstring)."""
 
-    def __init__(self):
-        super().__init__(project_id=0, tz="UTC", now=dt.datetime(1970, 1, 1, tzinfo=dt.UTC))
+    def __init__(self, dialect: Dialect):
+        super().__init__(project_id=0, tz="UTC", now=dt.datetime(1970, 1, 1, tzinfo=dt.UTC), dialect=dialect)
 
     def compile(self, text: str) -> ExportQuery:
         select = self._parse(text)
@@ -217,26 +216,13 @@ class _ExportTranslator(_Translator):
         keys = self._path(node)
         if len(keys) == 1 and keys[0] in FIELDS:
             name, kind = FIELDS[keys[0]]
-            return Typed(self._uuid_text() if name == "uuid" else column(name), kind)
+            return Typed(self.dialect.uuid_text(column(name)) if name == "uuid" else column(name), kind)
         if keys[0] == "properties" and len(keys) > 1:
             return super()._column(node, aliases=False)
         raise self._unknown(keys)
 
     def _unknown(self, keys) -> QueryError:
         return QueryError(f"Unknown column {'.'.join(keys)}: use {', '.join(FIELDS)}, or properties.<name>.")
-
-    def _uuid_text(self) -> exp.Expression:
-        """The event's uuid as its text (lowercase, with dashes), on either engine."""
-        if self.engine != "sqlite":
-            return exp.cast(column("uuid"), "TEXT")
-        parts: list[exp.Expression] = []
-        for start, length in UUID_PARTS:
-            part = exp.Anonymous(this="substr", expressions=[column("uuid"), number(start), number(length)])
-            parts += [string("-"), part] if parts else [part]
-        text = parts[0]
-        for part in parts[1:]:
-            text = exp.DPipe(this=text, expression=part)
-        return exp.Lower(this=text)
 
     def _function(self, node: exp.Func, *, aliases: bool) -> Typed:
         written = node.name if isinstance(node, exp.Anonymous) else node.sql_name().lower()
@@ -288,13 +274,7 @@ class _ExportTranslator(_Translator):
         usage = f"matched with {node.key.upper()}"
         subject = self._text(self._rewrite(node.this), usage=usage).node
         pattern = self._text(self._rewrite(node.expression), usage=usage).node
-        if self.engine == "sqlite" and isinstance(node, exp.Like) and isinstance(pattern, exp.Literal):
-            glob = "".join(GLOB.get(character, character) for character in pattern.this)
-            return Typed(exp.Glob(this=subject, expression=string(glob)), "Bool")
-        matched = type(node)(this=subject, expression=pattern)
-        if self.engine == "postgres":
-            matched = exp.Escape(this=matched, expression=string(""))
-        return Typed(matched, "Bool")
+        return Typed(self.dialect.plain_like(subject, pattern, ignore_case=isinstance(node, exp.ILike)), "Bool")
 
     def _in(self, node: exp.In, *, aliases: bool) -> Typed:
         """`x IN (values)`, each value paired with `x` on its own: values of several kinds give one IN per kind."""

@@ -17,8 +17,8 @@ February). The order types:
 
 One pass per person. One SQL statement reads the events that may take part (those of any step; for `strict`, all of
 the person's events), each with its person and a bitmask of the steps it matches, sorted by person and time; the rows
-are streamed (`sql.stream`) and each person's are walked once, here, keeping only what the walk needs (a chain per
-step; for `unordered`, the events of one window). There is no join per step and no attempt per first-step event.
+are streamed (`Dialect.stream`) and each person's are walked once, here, keeping only what the walk needs (a chain
+per step; for `unordered`, the events of one window). There is no join per step and no attempt per first-step event.
 
 The walk is the reference's (its funnel UDF): a first-step event starts a chain; an event of step k extends the chain
 that reached step k - 1 if it is within that chain's window, so a later start replaces an earlier one (it has more
@@ -39,32 +39,20 @@ from sqlglot import exp
 
 from pipelines.events.models import Event
 from pipelines.query import dates
+from pipelines.query.dialects import Dialect
 from pipelines.query.errors import QueryError
 from pipelines.query.nodes import FunnelsQuery, ParsedQuery
 from pipelines.query.properties import property_condition
-from pipelines.query.sql import (
-    column,
-    dialect,
-    epoch,
-    number,
-    person,
-    project_events,
-    seconds,
-    stream,
-    string,
-    timestamp,
-    with_persons,
-)
+from pipelines.query.sql import column, number, project_events, string, with_persons
 
 WINDOW_SECONDS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400, "week": 7 * 86400}
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
-def run(parsed: ParsedQuery, *, project, now: dt.datetime) -> dict:
+def run(parsed: ParsedQuery, *, project, now: dt.datetime, dialect: Dialect) -> dict:
     query: FunnelsQuery = parsed.node
     if query.breakdownFilter is not None and query.breakdownFilter.breakdown is not None:
         raise QueryError("Breakdowns of funnels are not supported.", attr=parsed.attr("breakdownFilter", "breakdown"))
-    engine = dialect()
     tz = ZoneInfo(project.time_zone)
     date_range = query.dateRange
     resolved = dates.resolve(
@@ -79,12 +67,12 @@ def run(parsed: ParsedQuery, *, project, now: dt.datetime) -> dict:
         ),
         attr=lambda key: parsed.attr("dateRange", key),
     )
-    tree = rows_tree(parsed, project_id=project.pk, engine=engine, start=resolved.start, end=resolved.end)
+    tree = rows_tree(parsed, project_id=project.pk, dialect=dialect, start=resolved.start, end=resolved.end)
     filters = query.funnelsFilter
     walk = WALKS[filters.funnelOrderType]
     deadline = window(filters.funnelWindowInterval, filters.funnelWindowIntervalUnit)
     steps = len(query.series)
-    counts, times = stream(tree, lambda rows: tally(rows, walk, steps, deadline, seconds(engine)))
+    counts, times = dialect.stream(tree, lambda rows: tally(rows, walk, steps, deadline, dialect.seconds))
     results = []
     for order, series in enumerate(query.series):
         name = series.event if series.event is not None else "All events"
@@ -111,7 +99,7 @@ def run(parsed: ParsedQuery, *, project, now: dt.datetime) -> dict:
     }
 
 
-def rows_tree(parsed: ParsedQuery, *, project_id: int, engine: str, start: dt.datetime, end: dt.datetime):
+def rows_tree(parsed: ParsedQuery, *, project_id: int, dialect: Dialect, start: dt.datetime, end: dt.datetime):
     """The one statement: (person, timestamp, steps bitmask) of the events a funnel walks, by person, time, arrival.
 
     For `ordered` and `unordered` the events of any step; for `strict` every event (a step must be the very next one,
@@ -121,17 +109,17 @@ def rows_tree(parsed: ParsedQuery, *, project_id: int, engine: str, start: dt.da
     ts = column("timestamp")
     conditions = [
         project_filter,
-        exp.GTE(this=ts, expression=timestamp(start, engine)),
-        exp.LT(this=ts.copy(), expression=timestamp(end, engine)),
+        exp.GTE(this=ts, expression=dialect.timestamp(start)),
+        exp.LT(this=ts.copy(), expression=dialect.timestamp(end)),
         *(
-            property_condition(prop, engine, parsed.attr("properties", index))
+            property_condition(prop, dialect, parsed.attr("properties", index))
             for index, prop in enumerate(query.properties)
         ),
     ]
     steps = []
     for order, series in enumerate(query.series):
         step = [
-            property_condition(prop, engine, parsed.attr("series", order, "properties", index))
+            property_condition(prop, dialect, parsed.attr("series", order, "properties", index))
             for index, prop in enumerate(series.properties)
         ]
         if series.event is not None:
@@ -143,9 +131,9 @@ def rows_tree(parsed: ParsedQuery, *, project_id: int, engine: str, start: dt.da
     for index, step in enumerate(steps):
         flag = exp.Case(ifs=[exp.If(this=step, true=number(1 << index))], default=number(0))
         mask = flag if index == 0 else exp.Add(this=mask, expression=flag)
-    key = person(engine)
+    key = dialect.person()
     select = (
-        exp.select(key.as_("person"), epoch(ts.copy(), engine).as_("ts"), mask.as_("steps"))
+        exp.select(key.as_("person"), dialect.epoch(ts.copy()).as_("ts"), mask.as_("steps"))
         .from_(table)
         .where(exp.and_(*conditions))
         .order_by(key.copy(), ts.copy(), column("id"))

@@ -35,22 +35,10 @@ from sqlglot.errors import SqlglotError
 from sqlglot.tokens import Tokenizer, TokenType
 
 from pipelines.query import dates
+from pipelines.query.dialects import Dialect
 from pipelines.query.errors import QueryError
 from pipelines.query.nodes import HogQLQuery, ParsedQuery
-from pipelines.query.sql import (
-    column,
-    dialect,
-    execute,
-    person,
-    project_events,
-    property_number,
-    property_text,
-    start_of,
-    string,
-    timestamp,
-    to_date,
-    with_persons,
-)
+from pipelines.query.sql import column, project_events, with_persons
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 10_000
@@ -85,15 +73,16 @@ class Typed:
     keys: tuple[str, ...] | None = None
 
 
-def run(parsed: ParsedQuery, *, project, now: dt.datetime) -> dict:
+def run(parsed: ParsedQuery, *, project, now: dt.datetime, dialect: Dialect) -> dict:
     query: HogQLQuery = parsed.node
     try:
-        translation = _Translator(project_id=project.pk, tz=project.time_zone, now=now).translate(query.query)
+        translator = _Translator(project_id=project.pk, tz=project.time_zone, now=now, dialect=dialect)
+        translation = translator.translate(query.query)
     except RecursionError:
         raise _too_deep() from None
     # Rows are read as they come and refused past QUERY_MAX_RESULT_BYTES, never held whole (a worker's memory stays
     # bounded whatever the rows hold).
-    rows = execute(translation.tree, max_bytes=int(settings.QUERY_MAX_RESULT_BYTES))
+    rows = dialect.execute(translation.tree, max_bytes=int(settings.QUERY_MAX_RESULT_BYTES))
     limit = translation.limit
     tz = ZoneInfo(project.time_zone)
     converters = [_converter(type_, tz) for _, type_ in translation.columns]
@@ -118,11 +107,11 @@ class Translation:
 
 
 class _Translator:
-    def __init__(self, *, project_id: int, tz: str, now: dt.datetime):
+    def __init__(self, *, project_id: int, tz: str, now: dt.datetime, dialect: Dialect):
         self.project_id = project_id
         self.tz = tz
         self.now = now
-        self.engine = dialect()
+        self.dialect = dialect
         self.tables = {"events"}
         self.aliases: dict[str, Typed] = {}
         self.in_aggregate = False
@@ -332,10 +321,10 @@ class _Translator:
             return self.aliases[keys[0]]
         if keys[0] == "properties" and len(keys) > 1:
             properties = tuple(keys[1:])
-            return Typed(property_text(properties, self.engine), "Property", properties)
+            return Typed(self.dialect.property_text(properties), "Property", properties)
         if keys == ["person_id"]:  # the event's person: `uniq(person_id)` counts people as every kind does
             self.persons = True
-            return Typed(person(self.engine), "String")
+            return Typed(self.dialect.person(), "String")
         if len(keys) == 1 and keys[0] in FIELDS:
             return Typed(column(keys[0]), FIELDS[keys[0]])
         raise QueryError(f"Unknown column {'.'.join(keys)}: use {', '.join(FIELDS)}, person_id, or properties.<name>.")
@@ -364,7 +353,7 @@ class _Translator:
     def _number(self, typed: Typed) -> Typed:
         """A property as a number; a number as it is; anything else cannot take part in arithmetic."""
         if typed.type == "Property":
-            return Typed(property_number(typed.keys, self.engine), "Float64")
+            return Typed(self.dialect.property_number(typed.keys), "Float64")
         if typed.type not in NUMERIC | {"Null"}:
             raise QueryError(f"Arithmetic takes numbers, not {typed.type}.")
         return typed
@@ -396,15 +385,13 @@ class _Translator:
                 f"{dates.LATEST.year - 1}."
             ) from None
         if kind == "Date":
-            value = moment.date().isoformat()
-            return Typed(exp.cast(string(value), "DATE") if self.engine == "postgres" else string(value), kind)
+            return Typed(self.dialect.date(moment.date().isoformat()), kind)
         if kind == "LocalDateTime":
             local = moment.astimezone(tz).replace(tzinfo=None) if moment.tzinfo else moment
-            value = local.strftime("%Y-%m-%d %H:%M:%S")
-            return Typed(exp.cast(string(value), "TIMESTAMP") if self.engine == "postgres" else string(value), kind)
+            return Typed(self.dialect.local_time(local.strftime("%Y-%m-%d %H:%M:%S")), kind)
         if moment.tzinfo is None:
             moment = moment.replace(tzinfo=tz)
-        return Typed(timestamp(moment, self.engine), "DateTime")
+        return Typed(self.dialect.timestamp(moment), "DateTime")
 
     def _shifted(self, node: exp.Expression) -> Typed:
         """`now() ± INTERVAL n unit`, computed here: a moment literal."""
@@ -430,7 +417,7 @@ class _Translator:
                 f"INTERVAL {amount_text} {unit.upper()} reaches beyond the calendar: the moment must fall between "
                 f"{dates.EARLIEST.year} and {dates.LATEST.year - 1}."
             ) from None
-        return Typed(timestamp(moment, self.engine), "DateTime")
+        return Typed(self.dialect.timestamp(moment), "DateTime")
 
     def _function(self, node: exp.Func, *, aliases: bool) -> Typed:
         written = node.name if isinstance(node, exp.Anonymous) else node.sql_name().lower()
@@ -445,7 +432,7 @@ class _Translator:
             finally:
                 self.in_aggregate = False
         if name == "now" and not arguments:
-            return Typed(timestamp(self.now, self.engine), "DateTime")
+            return Typed(self.dialect.timestamp(self.now), "DateTime")
         if name in TRUNCATIONS or name == "toDate":
             if len(arguments) != 1:
                 raise QueryError(f"{name}() takes one argument.")
@@ -455,8 +442,8 @@ class _Translator:
             if argument.type != "DateTime":
                 raise QueryError(f"{name}() takes timestamp or now().")
             if name == "toDate":
-                return Typed(to_date(argument.node, self.tz, self.engine), "Date")
-            return Typed(start_of(TRUNCATIONS[name], argument.node, self.tz, self.engine), "LocalDateTime")
+                return Typed(self.dialect.to_date(argument.node, self.tz), "Date")
+            return Typed(self.dialect.start_of(TRUNCATIONS[name], argument.node, self.tz), "LocalDateTime")
         raise QueryError(f"The function {name}() is not allowed: use {FUNCTIONS}.")
 
     def _aggregate(self, name: str, node: exp.Func, arguments: list, *, aliases: bool) -> Typed:

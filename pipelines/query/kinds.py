@@ -1,6 +1,6 @@
 """The query kinds a request may compute: one registry, read by the parser, the runner and the ClickHouse runner.
 
-Each kind is its node (pipelines.query.nodes), its computation, `run(parsed, *, project, now)` (its own
+Each kind is its node (pipelines.query.nodes), its computation, `run(parsed, *, project, now, dialect)` (its own
 module), the version of its results and the wrapper that may hold it; a new kind is its module and one line in
 `KINDS`. `parse_query` reads a request's `query` against the registry: the wrappers `InsightVizNode` and
 `DataVisualizationNode` are unwrapped, and an unknown kind or field is a 400 naming its JSON path.
@@ -29,7 +29,7 @@ from pipelines.query.nodes import (
 class Kind:
     name: str  # the node's `kind`
     node: type[Node]
-    run: Callable[..., dict]  # run(parsed, *, project, now) -> the result
+    run: Callable[..., dict]  # run(parsed, *, project, now, dialect) -> the result
     # Raised when the kind's computation or result shape changes, so results computed before are not served.
     version: int
     wrapper: str  # the wrapper node that may hold it as its source

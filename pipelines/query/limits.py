@@ -1,7 +1,7 @@
 """The bounds of a computation (DECISIONS.md §18): whatever the input, a query costs a known amount at most.
 
 - **Time.** `QUERY_TIMEOUT_MS` bounds a computation's whole run, all its statements together: `computation()` sets a
-  deadline that `pipelines.query.sql.execute` reads, giving each statement only the time left (PostgreSQL's
+  deadline that `Dialect.execute` reads, giving each statement only the time left (PostgreSQL's
   `statement_timeout`, SQLite's progress handler) and refusing to start one once it has passed. Past it the
   computation stops with QueryTimeout (400 `query_timeout`) and nothing of it keeps running: the database cancels
   the statement itself.

@@ -12,17 +12,18 @@ import re
 
 from sqlglot import exp
 
+from pipelines.query.dialects import Dialect
 from pipelines.query.errors import QueryError
 from pipelines.query.nodes import EventPropertyFilter
-from pipelines.query.sql import lower, property_number, property_text, string
+from pipelines.query.sql import string
 
 SCALARS = (str, int, float, bool)
 COMPARISONS = {"gt": exp.GT, "gte": exp.GTE, "lt": exp.LT, "lte": exp.LTE}
 
 
-def property_condition(prop: EventPropertyFilter, engine: str, attr: str) -> exp.Expression:
+def property_condition(prop: EventPropertyFilter, dialect: Dialect, attr: str) -> exp.Expression:
     """The condition `prop` puts on an event; QueryError naming `attr__value` for a value the operator cannot use."""
-    text = property_text([prop.key], engine)
+    text = dialect.property_text([prop.key])
     is_null = exp.Is(this=text.copy(), expression=exp.Null())
     operator = prop.operator
     if operator == "is_set":
@@ -34,8 +35,8 @@ def property_condition(prop: EventPropertyFilter, engine: str, attr: str) -> exp
         match = exp.EQ(this=text, expression=values[0]) if len(values) == 1 else exp.In(this=text, expressions=values)
         return match if operator == "exact" else _or_missing(is_null, match)
     if operator in ("icontains", "not_icontains"):
-        needle = lower(string(_text(prop.value, f"{attr}__value")), engine)
-        found = exp.GT(this=exp.StrPosition(this=lower(text, engine), substr=needle), expression=exp.Literal.number(0))
+        needle = dialect.lower(string(_text(prop.value, f"{attr}__value")))
+        found = exp.GT(this=exp.StrPosition(this=dialect.lower(text), substr=needle), expression=exp.Literal.number(0))
         return exp.Paren(this=found) if operator == "icontains" else _or_missing(is_null, found)
     if operator in ("regex", "not_regex"):
         pattern = _text(prop.value, f"{attr}__value")
@@ -46,7 +47,7 @@ def property_condition(prop: EventPropertyFilter, engine: str, attr: str) -> exp
         found = exp.RegexpLike(this=text, expression=string(pattern))
         return exp.Paren(this=found) if operator == "regex" else _or_missing(is_null, found)
     value = _number(prop.value, f"{attr}__value")
-    return COMPARISONS[operator](this=property_number([prop.key], engine), expression=exp.Literal.number(value))
+    return COMPARISONS[operator](this=dialect.property_number([prop.key]), expression=exp.Literal.number(value))
 
 
 def _or_missing(is_null: exp.Expression, match: exp.Expression) -> exp.Expression:

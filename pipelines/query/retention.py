@@ -15,7 +15,7 @@ returning event in that period: the first cohort has `totalIntervals` values, th
 One pass per person: one SQL statement reads the events of the target or the returning event in the periods (for
 `retention_first_time`, the target events before them too) and gives a row per person and period they did either in
 (which of the two they did; grouped by distinct id first, then by person), sorted by person and period; the rows are
-streamed (`sql.stream`) and each person's are walked once, here, into the cohorts.
+streamed (`Dialect.stream`) and each person's are walked once, here, into the cohorts.
 """
 
 import datetime as dt
@@ -28,38 +28,28 @@ from zoneinfo import ZoneInfo
 from sqlglot import exp
 
 from pipelines.query import dates
+from pipelines.query.dialects import Dialect
 from pipelines.query.errors import QueryError
 from pipelines.query.nodes import ParsedQuery, RetentionEntity, RetentionQuery
 from pipelines.query.properties import property_condition
-from pipelines.query.sql import (
-    column,
-    dialect,
-    number,
-    person,
-    project_events,
-    stream,
-    string,
-    timestamp,
-    with_persons,
-)
+from pipelines.query.sql import column, number, project_events, string, with_persons
 
 TARGET, RETURNING = 1, 2  # the bits of an event's kind: the target event, the returning event, or both
 ACTIVITY = "activity"
 
 
-def run(parsed: ParsedQuery, *, project, now: dt.datetime) -> dict:
+def run(parsed: ParsedQuery, *, project, now: dt.datetime, dialect: Dialect) -> dict:
     query: RetentionQuery = parsed.node
     if query.breakdownFilter is not None and query.breakdownFilter.breakdown is not None:
         raise QueryError("Breakdowns of retention are not supported.", attr=parsed.attr("breakdownFilter", "breakdown"))
-    engine = dialect()
     tz = ZoneInfo(project.time_zone)
     retention = query.retentionFilter
     unit = retention.period.lower()
     starts = _starts(query, parsed, unit=unit, tz=tz, now=now)
     ends = [*starts[1:], dates.step(unit, starts[-1])]
     first_time = retention.retentionType == "retention_first_time"
-    tree = rows_tree(parsed, project_id=project.pk, engine=engine, starts=starts, end=ends[-1])
-    counts = stream(tree, lambda rows: tally(rows, first_time=first_time))
+    tree = rows_tree(parsed, project_id=project.pk, dialect=dialect, starts=starts, end=ends[-1])
+    counts = dialect.stream(tree, lambda rows: tally(rows, first_time=first_time))
     name = retention.period
     results = [
         {
@@ -78,7 +68,7 @@ def run(parsed: ParsedQuery, *, project, now: dt.datetime) -> dict:
     }
 
 
-def rows_tree(parsed: ParsedQuery, *, project_id: int, engine: str, starts: list[dt.datetime], end: dt.datetime):
+def rows_tree(parsed: ParsedQuery, *, project_id: int, dialect: Dialect, starts: list[dt.datetime], end: dt.datetime):
     """The one statement: (person, period, kinds) for each person and period they did the target or the returning
     event in, sorted by person and period (-1: before the first, which only `retention_first_time` reads); `kinds` has
     the TARGET and RETURNING bits of what they did then."""
@@ -86,9 +76,9 @@ def rows_tree(parsed: ParsedQuery, *, project_id: int, engine: str, starts: list
     retention = query.retentionFilter
     table, project_filter = project_events(project_id)
     ts = column("timestamp")
-    target = _entity(retention.targetEntity, engine, parsed.attr("retentionFilter", "targetEntity"))
-    returning = _entity(retention.returningEntity, engine, parsed.attr("retentionFilter", "returningEntity"))
-    in_range = exp.GTE(this=ts.copy(), expression=timestamp(starts[0], engine))
+    target = _entity(retention.targetEntity, dialect, parsed.attr("retentionFilter", "targetEntity"))
+    returning = _entity(retention.returningEntity, dialect, parsed.attr("retentionFilter", "returningEntity"))
+    in_range = exp.GTE(this=ts.copy(), expression=dialect.timestamp(starts[0]))
     if retention.retentionType == "retention_first_time":
         # A person's first target event may be older than the periods: it keeps them out of every cohort.
         wanted = exp.or_(exp.Paren(this=target.copy()), exp.Paren(this=exp.and_(in_range, returning.copy())))
@@ -96,7 +86,7 @@ def rows_tree(parsed: ParsedQuery, *, project_id: int, engine: str, starts: list
         wanted = exp.and_(in_range, exp.Paren(this=exp.or_(exp.Paren(this=target.copy()), exp.Paren(this=returning))))
     period = exp.Case(
         ifs=[
-            exp.If(this=exp.LT(this=ts.copy(), expression=timestamp(start, engine)), true=number(index - 1))
+            exp.If(this=exp.LT(this=ts.copy(), expression=dialect.timestamp(start)), true=number(index - 1))
             for index, start in enumerate(starts)
         ],
         default=number(len(starts) - 1),
@@ -113,9 +103,9 @@ def rows_tree(parsed: ParsedQuery, *, project_id: int, engine: str, starts: list
         .where(
             exp.and_(
                 project_filter,
-                exp.LT(this=ts.copy(), expression=timestamp(end, engine)),
+                exp.LT(this=ts.copy(), expression=dialect.timestamp(end)),
                 *(
-                    property_condition(prop, engine, parsed.attr("properties", index))
+                    property_condition(prop, dialect, parsed.attr("properties", index))
                     for index, prop in enumerate(query.properties)
                 ),
                 wanted,
@@ -124,7 +114,7 @@ def rows_tree(parsed: ParsedQuery, *, project_id: int, engine: str, starts: list
         .group_by(column("distinct_id"), period.copy())
     )
     distinct_id = exp.column("distinct_id", table=ACTIVITY)
-    key = person(engine, distinct_id)
+    key = dialect.person(distinct_id)
     kinds = exp.Add(
         this=exp.Max(this=exp.column("target", table=ACTIVITY)),
         expression=exp.Max(this=exp.column("returning", table=ACTIVITY)),
@@ -195,9 +185,10 @@ def _back(unit: str, start: dt.datetime, periods: int) -> dt.datetime:
     return dates.local_midnight(day, start.tzinfo)
 
 
-def _entity(entity: RetentionEntity, engine: str, attr: str) -> exp.Expression:
+def _entity(entity: RetentionEntity, dialect: Dialect, attr: str) -> exp.Expression:
     conditions = [
-        property_condition(prop, engine, f"{attr}__properties__{index}") for index, prop in enumerate(entity.properties)
+        property_condition(prop, dialect, f"{attr}__properties__{index}")
+        for index, prop in enumerate(entity.properties)
     ]
     if entity.id is not None:
         conditions.append(exp.EQ(this=column("event"), expression=string(entity.id)))

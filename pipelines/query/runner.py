@@ -19,13 +19,14 @@ import json
 from collections.abc import Callable
 
 from django.core.cache import cache
+from django.db import connection
 from django.utils import timezone
 
 from pipelines.events.models import Event
+from pipelines.query.dialects import Dialect, NoRows, dialect_for
 from pipelines.query.kinds import KINDS, parse_query
 from pipelines.query.limits import QueryLimits, check_shape, within_timeout
 from pipelines.query.nodes import ParsedQuery
-from pipelines.query.sql import ENGINE, dialect
 
 REFRESH_MODES = ("blocking", "force_blocking", "force_cache")
 FRESH_FOR_HOUR_INTERVALS = dt.timedelta(minutes=15)
@@ -70,7 +71,7 @@ def run_query(
     if limits is None:
         limits = QueryLimits(as_tile_error=True)
     with limits.computation(project):
-        result = compute(parsed, project=project, now=now)
+        result = compute(parsed, project=project, now=now, dialect=dialect_for(connection))
     response = {
         **result,
         "is_cached": False,
@@ -90,17 +91,14 @@ def validate_query(*, project, query: object) -> None:
     parsed = parse_query(query)
     now = timezone.now()
     check_shape(parsed, project=project, now=now, earliest=lambda: _earliest(project))
-    token = ENGINE.set((dialect(), lambda tree: []))
-    try:
-        with within_timeout():
-            compute(parsed, project=project, now=now)
-    finally:
-        ENGINE.reset(token)
+    with within_timeout():
+        compute(parsed, project=project, now=now, dialect=NoRows(dialect_for(connection)))
 
 
-def compute(parsed: ParsedQuery, *, project, now: dt.datetime) -> dict:
-    """The result of a parsed query over `project`'s events, computed by its kind."""
-    return KINDS[parsed.node.kind].run(parsed, project=project, now=now)
+def compute(parsed: ParsedQuery, *, project, now: dt.datetime, dialect: Dialect) -> dict:
+    """The result of a parsed query over `project`'s events, computed by its kind with the statements built for and
+    run by `dialect`: the connection's (`dialect_for(connection)`) or another engine's (pipelines.query.clickhouse)."""
+    return KINDS[parsed.node.kind].run(parsed, project=project, now=now, dialect=dialect)
 
 
 def _earliest(project):

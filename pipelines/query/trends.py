@@ -32,23 +32,11 @@ from sqlglot import exp
 
 from pipelines.events.models import Event
 from pipelines.query import dates
+from pipelines.query.dialects import Dialect
 from pipelines.query.errors import QueryError
 from pipelines.query.nodes import PROPERTY_MATHS, EventsNode, ParsedQuery, TrendsQuery
 from pipelines.query.properties import property_condition
-from pipelines.query.sql import (
-    column,
-    dialect,
-    execute,
-    number,
-    person,
-    project_events,
-    property_number,
-    property_text,
-    string,
-    timestamp,
-    values_table,
-    with_persons,
-)
+from pipelines.query.sql import column, number, project_events, string, with_persons
 
 BREAKDOWN_OTHER = "$$_posthog_breakdown_other_$$"
 BREAKDOWN_NULL = "$$_posthog_breakdown_null_$$"
@@ -63,10 +51,9 @@ AGGREGATED_DISPLAYS = frozenset({"BoldNumber", "ActionsPie", "ActionsBarValue", 
 BUCKETS = "buckets"
 
 
-def run(parsed: ParsedQuery, *, project, now: dt.datetime) -> dict:
+def run(parsed: ParsedQuery, *, project, now: dt.datetime, dialect: Dialect) -> dict:
     query: TrendsQuery = parsed.node
     _check(parsed)
-    engine = dialect()
     tz = ZoneInfo(project.time_zone)
     date_range = query.dateRange
     resolved = dates.resolve(
@@ -89,16 +76,16 @@ def run(parsed: ParsedQuery, *, project, now: dt.datetime) -> dict:
     else:
         buckets = resolved.buckets(attr=parsed.attr("interval"))
     shared = [
-        property_condition(prop, engine, parsed.attr("properties", index))
+        property_condition(prop, dialect, parsed.attr("properties", index))
         for index, prop in enumerate(query.properties)
     ]
-    trend = _Trend(query=query, project_id=project.pk, engine=engine, tz=tz, range=resolved, buckets=buckets)
+    trend = _Trend(query=query, project_id=project.pk, dialect=dialect, tz=tz, range=resolved, buckets=buckets)
     results = []
     for order, series in enumerate(query.series):
         conditions = [
             *shared,
             *(
-                property_condition(prop, engine, parsed.attr("series", order, "properties", index))
+                property_condition(prop, dialect, parsed.attr("series", order, "properties", index))
                 for index, prop in enumerate(series.properties)
             ),
         ]
@@ -141,9 +128,9 @@ def _check(parsed: ParsedQuery) -> None:
 class _Trend:
     """One query's settings, shared by its series."""
 
-    def __init__(self, *, query: TrendsQuery, project_id: int, engine: str, tz: ZoneInfo, range, buckets):
+    def __init__(self, *, query: TrendsQuery, project_id: int, dialect: Dialect, tz: ZoneInfo, range, buckets):
         self.query = query
-        self.engine = engine
+        self.dialect = dialect
         self.tz = tz
         self.range = range
         self.buckets = buckets
@@ -159,9 +146,8 @@ class _Trend:
         if self.breakdown is None:
             values = self._values(series, conditions, window, breakdown=None)
             return [self._entry(series, order, values.get(None, {}))]
-        breakdown = exp.Coalesce(
-            this=property_text([self.breakdown], self.engine), expressions=[string(BREAKDOWN_NULL)]
-        )
+        text = self.dialect.property_text([self.breakdown])
+        breakdown = exp.Coalesce(this=text, expressions=[string(BREAKDOWN_NULL)])
         top, has_other = self._ranked(breakdown, conditions)
         if not top:
             return []
@@ -179,8 +165,8 @@ class _Trend:
         ts = column("timestamp")
         return [
             self.project_filter.copy(),
-            exp.GTE(this=ts, expression=timestamp(lo, self.engine)),
-            exp.LT(this=ts.copy(), expression=timestamp(hi, self.engine)),
+            exp.GTE(this=ts, expression=self.dialect.timestamp(lo)),
+            exp.LT(this=ts.copy(), expression=self.dialect.timestamp(hi)),
         ]
 
     def _ranked(self, breakdown: exp.Expression, conditions: list[exp.Expression]) -> tuple[list[str], bool]:
@@ -194,7 +180,7 @@ class _Trend:
             .order_by(exp.Ordered(this=count.copy(), desc=True), exp.Ordered(this=breakdown.copy()))
             .limit(self.limit + 1)
         )
-        rows = execute(select)
+        rows = self.dialect.execute(select)
         return [str(row[0]) for row in rows[: self.limit]], len(rows) > self.limit
 
     def _bucket_rows(self, window: int | None) -> list[tuple[dt.datetime, dt.datetime]]:
@@ -218,11 +204,9 @@ class _Trend:
     def _values(self, series: EventsNode, conditions, window: int | None, *, breakdown) -> dict:
         """{breakdown value (None without one): {interval index: value}}."""
         ranges = self._bucket_rows(window)
-        rows = [
-            (number(index), timestamp(lo, self.engine), timestamp(hi, self.engine))
-            for index, (lo, hi) in enumerate(ranges)
-        ]
-        buckets = values_table(rows, BUCKETS, ["idx", "lo", "hi"], self.engine)
+        timestamp = self.dialect.timestamp
+        rows = [(number(index), timestamp(lo), timestamp(hi)) for index, (lo, hi) in enumerate(ranges)]
+        buckets = self.dialect.values_table(rows, BUCKETS, ["idx", "lo", "hi"])
         ts = column("timestamp")
         on = exp.and_(
             exp.GTE(this=ts, expression=exp.column("lo", table=BUCKETS)),
@@ -234,8 +218,8 @@ class _Trend:
         )
         keys = [idx, *([breakdown] if breakdown is not None else [])]
         percentile = PERCENTILES.get(series.math)
-        if percentile is not None and self.engine == "sqlite":
-            value = property_number([series.math_property], self.engine)
+        if percentile is not None and not self.dialect.percentiles:
+            value = self.dialect.property_number([series.math_property])
             select = (
                 exp.select(*(key.copy() for key in keys), value.as_("value"))
                 .from_(self.table.copy())
@@ -244,7 +228,7 @@ class _Trend:
                 .order_by(*(key.copy() for key in keys), value.copy())
             )
             samples: dict = defaultdict(lambda: defaultdict(list))
-            for row in execute(select):
+            for row in self.dialect.execute(select):
                 samples[row[1] if breakdown is not None else None][row[0]].append(row[-1])
             return {
                 name: {index: _percentile_cont(values, percentile) for index, values in by_index.items()}
@@ -260,7 +244,7 @@ class _Trend:
         if series.math in PEOPLE_MATHS:
             select = with_persons(select, self.project_id)
         values: dict = defaultdict(dict)
-        for row in execute(select):
+        for row in self.dialect.execute(select):
             values[row[1] if breakdown is not None else None][row[0]] = row[-1]
         return values
 
@@ -269,8 +253,8 @@ class _Trend:
         if math == "total":
             return exp.Count(this=exp.Star())
         if math in PEOPLE_MATHS:
-            return exp.Count(this=exp.Distinct(expressions=[person(self.engine)]))
-        value = property_number([series.math_property], self.engine)
+            return exp.Count(this=exp.Distinct(expressions=[self.dialect.person()]))
+        value = self.dialect.property_number([series.math_property])
         if math in PERCENTILES:
             return exp.WithinGroup(
                 this=exp.PercentileCont(this=exp.Literal.number(PERCENTILES[math])),

@@ -13,9 +13,11 @@ import chdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from django.db import connection
 
 from pipelines.events.models import Event, PersonDistinctId
 from pipelines.query import clickhouse
+from pipelines.query.dialects import dialect_for
 from pipelines.query.kinds import parse_query
 from pipelines.query.runner import compute
 from tests.pipelines.factories import PersonFactory
@@ -91,7 +93,7 @@ def compare(project, events, chdb_rows, tmp_path):
 
     def check(query: dict) -> dict:
         parsed = parse_query(query)
-        expected = compute(parsed, project=project, now=NOW)
+        expected = compute(parsed, project=project, now=NOW, dialect=dialect_for(connection))
         actual = clickhouse.run(
             parsed, project=project, now=NOW, execute=chdb_rows, events_table=table, persons_table=persons
         )

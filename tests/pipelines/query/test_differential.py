@@ -13,7 +13,9 @@ from collections import defaultdict
 from zoneinfo import ZoneInfo
 
 import pytest
+from django.db import connection
 
+from pipelines.query.dialects import dialect_for
 from pipelines.query.kinds import parse_query
 from pipelines.query.runner import compute as run
 from tests.pipelines.factories import PersonFactory
@@ -70,7 +72,7 @@ class World:
 
 
 def compute(project, query: dict) -> dict:
-    return run(parse_query(query), project=project, now=NOW)
+    return run(parse_query(query), project=project, now=NOW, dialect=dialect_for(connection))
 
 
 @pytest.fixture(params=[(zone, seed) for zone in ZONES for seed in (1, 2)], ids=lambda p: f"{p[0]}-{p[1]}")
