@@ -275,8 +275,10 @@ class PostgreSQL(_Connected):
         if max_bytes is None:
             cursor.execute(sql)
             return cursor.fetchall()
-        # psycopg's single-row mode: no server-side cursor, so it works behind any pooler
-        return _capped(cursor.cursor.stream(sql), max_bytes)
+        # psycopg's single-row mode: no server-side cursor, so it works behind any pooler; read from psycopg's own
+        # cursor, whose errors Django's wrapper turns into its own, as it does for the statements it runs itself.
+        with connection.wrap_database_errors:
+            return _capped(cursor.cursor.stream(sql), max_bytes)
 
     def _consumed(self, cursor, sql: str, timeout_ms: int, deadline: float, consume: Callable):
         self._begin(cursor, timeout_ms)

@@ -175,3 +175,13 @@ def test_a_comparison_the_database_cannot_make_is_a_400(run, events, refused):
 
     assert attr == "query"
     assert "yesterday" in detail
+
+
+@pytest.mark.requires_postgres
+def test_a_statement_the_database_refuses_as_its_rows_are_read_is_a_400(events, refused):
+    """HogQL's rows are read one at a time as PostgreSQL sends them: a refusal then (a column neither grouped nor
+    aggregated) is the query's 400, as a refusal of any other statement is."""
+    attr, detail, _ = refused(hogql("SELECT toStartOfDay(timestamp), count() FROM events"))
+
+    assert attr == "query"
+    assert "must appear in the GROUP BY clause" in detail
