@@ -181,12 +181,14 @@ def bare_dashboard_path(fixtures: dict) -> str:
 
 
 def warm(url: str, key: str, fixtures: dict, *, attempts: int = 10) -> str | None:
-    """Has the service compute the dashboard's 6 results (each insight's GET with `refresh=blocking`) until every
-    worker holds them: without REDIS_URL each worker has a cache of its own, and which worker answers a connection
+    """Has the service compute the dashboard's 6 results until every worker holds them: each insight's own (its GET
+    with `refresh=blocking`) and each tile's under the dashboard's filters (the dashboard's GET with
+    `refresh=blocking`). Without REDIS_URL each worker has a cache of its own, and which worker answers a connection
     is the kernel's choice. Done when 3 checks in a row, each 16 dashboard reads on new connections at once, all
     show 6 cached results and the bare dashboard none. Returns why not, or None."""
     project = fixtures["project_id"]
     computing = [f"/api/projects/{project}/insights/{pk}/?refresh=blocking" for pk in fixtures["query_insight_ids"]]
+    computing.append(f"{dashboard_path(fixtures)}?refresh=blocking")
     passed = 0
     for _ in range(attempts):
         answers = concurrently(url, key, computing * 2, connections=8)

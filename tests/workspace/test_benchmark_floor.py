@@ -137,8 +137,16 @@ def test_a_funnels_floor_counts_the_people_the_api_shows(query_floor, project):
     statements = queries.captured_statements(project, query)
     computed = run_query(project=project, query=query, refresh="force_blocking")
 
-    _, (steps,) = queries.run_bare(query_floor, statements)
-    assert [row[1] for row in steps] == [step["count"] for step in computed["results"]] == [4, 4, 1]
+    # The floor is the one statement the funnel reads: its steps' events, sorted by person and time, each with the
+    # steps it matches as bits. Walking them in order gives the people the API shows.
+    _, (rows,) = queries.run_bare(query_floor, statements)
+    assert len(rows) == 13 and rows == sorted(rows, key=lambda row: (row[0], row[1]))
+    reached = [set(), set(), set()]
+    for person, _, bits in rows:
+        progress = next((step for step in range(3) if person not in reached[step]), 3)
+        if progress < 3 and (bits >> progress) & 1:
+            reached[progress].add(person)
+    assert [len(people) for people in reached] == [step["count"] for step in computed["results"]] == [4, 4, 1]
 
 
 def test_the_query_dashboards_differ_only_in_their_cached_results(db, organization, project, issue_key):
@@ -152,6 +160,8 @@ def test_the_query_dashboards_differ_only_in_their_cached_results(db, organizati
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {issue_key(owner, 'dashboard:read', 'insight:read')}")
 
+    # The dashboard's filters (-30d) apply to its tiles: their results are cached under the tiles' effective queries.
+    assert client.get(queries.dashboard_path(fixtures) + "?refresh=blocking").status_code == 200
     cached = client.get(queries.dashboard_path(fixtures)).json()
     bare = client.get(queries.bare_dashboard_path(fixtures)).json()
     insight = client.get(queries.cached_insight_path(fixtures)).json()
