@@ -36,7 +36,7 @@ from dashboards.template_library import (
 )
 from organizations.models import Membership
 from pipelines.query.runner import REFRESH_MODES, validate_query
-from workspace.api.fields import StrictBooleanField, StrictCharField, StrictIntegerChoiceField
+from workspace.api.fields import StrictBooleanField, StrictCharField, StrictIntegerChoiceField, StrictUUIDField
 from workspace.api.schema import openapi_schema
 from workspace.api.serializers import ModelSerializer
 from workspace.models import ActivityLog
@@ -476,7 +476,7 @@ class DashboardVersionSerializer(ModelSerializer):
 
 
 class RevertToVersionSerializer(serializers.Serializer):
-    version_id = serializers.UUIDField()
+    version_id = StrictUUIDField(help_text="The version's `id`, as `versions/` lists it (a UUID string).")
 
 
 # The reference's older spelling, which its clients still send: `true` always computes, `false` is the default.
@@ -539,7 +539,7 @@ class DashboardCollaboratorSerializer(ModelSerializer):
 
     user = UserBasicSerializer(read_only=True)
     level = RestrictionLevelField()
-    user_uuid = serializers.UUIDField(write_only=True)
+    user_uuid = StrictUUIDField(write_only=True)
 
     class Meta:
         model = DashboardCollaborator

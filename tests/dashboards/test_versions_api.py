@@ -147,7 +147,14 @@ def test_a_stale_if_match_is_a_412_and_nothing_changes(client, project, history)
 
 @pytest.mark.parametrize(
     ("version_id", "status", "attr"),
-    [("not-a-uuid", 400, "version_id"), (None, 400, "version_id"), (str(uuid.uuid4()), 404, None)],
+    [
+        ("not-a-uuid", 400, "version_id"),
+        ("12", 400, "version_id"),
+        # Issue 41: a number is no UUID (DRF read 12 as the UUID whose value is 12, and answered 404).
+        (12, 400, "version_id"),
+        (None, 400, "version_id"),
+        (str(uuid.uuid4()), 404, None),
+    ],
 )
 def test_bad_and_unknown_versions(client, project, history, version_id, status, attr):
     dashboard_id, _, _ = history

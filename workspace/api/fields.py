@@ -41,6 +41,11 @@ class StrictURLField(StrictStringMixin, serializers.URLField):
     pass
 
 
+class StrictUUIDField(StrictStringMixin, serializers.UUIDField):
+    """A UUID written as a JSON string: DRF would read the integer `12` as the UUID whose value is 12 (a 404 for an id
+    that is malformed, where DECISIONS.md §16 asks for a 400 naming the field)."""
+
+
 class StrictBooleanField(serializers.BooleanField):
     """`true` or `false` only: DRF would take `0`, `1`, `"yes"` or `"off"`."""
 
