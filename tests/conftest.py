@@ -20,6 +20,9 @@ from tests.reference_schema import load_reference
 from tests.workspace.factories import UserFactory
 from workspace.api import throttling
 
+# Every process a test starts runs in its own process group and dies with it (tests/processes.py).
+pytest_plugins = ["tests.processes"]
+
 
 def pytest_collection_modifyitems(config, items):
     """Skip `requires_postgres` tests unless the database is PostgreSQL: they need its row locks and its
@@ -173,7 +176,7 @@ def live_service_process(django_db_setup, django_db_blocker):
     from tests.live import start_service
 
     with django_db_blocker.unblock():
-        service = start_service()
+        service = start_service(keep=True)
     yield service
     service.stop()
 

@@ -10,8 +10,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
@@ -19,8 +17,10 @@ from urllib.parse import quote
 import requests
 from django.db import connection
 
-ROOT = Path(__file__).resolve().parent.parent
-STARTUP_SECONDS = 90
+from tests import processes
+
+ROOT = processes.ROOT
+LOG_TAIL = 20000
 
 
 def free_port() -> int:
@@ -51,35 +51,44 @@ class LiveService:
     """A running copy of the service; `url` has no trailing slash."""
 
     url: str
-    process: subprocess.Popen
-    log_path: Path
+    running: processes.Process
     server: str = "gunicorn"
     session: requests.Session = field(default_factory=requests.Session)
 
+    @property
+    def process(self) -> subprocess.Popen:
+        return self.running.popen
+
+    @property
+    def log_path(self) -> Path:
+        return self.running.log_path
+
     def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
+        return self.running.log(tail=LOG_TAIL)
 
     def stop(self) -> None:
+        """Stop the service and every process of its group (gunicorn's workers included)."""
         self.session.close()
-        if self.process.poll() is None:
-            # gunicorn stops at once on SIGQUIT (SIGTERM waits up to a second for its idle threads to notice).
-            self.process.send_signal(signal.SIGQUIT if self.server == "gunicorn" else signal.SIGTERM)
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=10)
+        # gunicorn stops at once on SIGQUIT (SIGTERM waits up to a second for its idle threads to notice).
+        self.running.stop(signal.SIGQUIT if self.server == "gunicorn" else signal.SIGTERM, timeout=10)
 
 
 def start_service(
-    *, env: dict[str, str] | None = None, workers: int = 2, threads: int = 8, server: str = "gunicorn"
+    *,
+    env: dict[str, str] | None = None,
+    workers: int = 2,
+    threads: int = 8,
+    server: str = "gunicorn",
+    keep: bool = False,
 ) -> LiveService:
     """Start gunicorn on the test database; `env` overrides the environment (DATABASE_URL, REDIS_URL, ...).
 
-    `server="runserver"` starts Django's development server instead (a thread per request, no reloader).
+    `server="runserver"` starts Django's development server instead (a thread per request, no reloader). It runs in
+    a process group of its own (tests/processes.py): a start that gives up, a failing test and the end of the test
+    all kill it with its workers, so a service that missed its deadline never answers a later test. `keep=True` for a
+    session's copy, which outlives the test that started it (its fixture stops it).
     """
     port = free_port()
-    log_file = tempfile.NamedTemporaryFile(prefix="live-service-", suffix=".log", delete=False)  # noqa: SIM115
     process_env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "workspace.settings",
@@ -108,25 +117,9 @@ def start_service(
             "--graceful-timeout",
             "5",
         ]
-    process = subprocess.Popen(
-        command,
-        cwd=ROOT,
-        env=process_env,
-        stdout=log_file,
-        stderr=subprocess.STDOUT,
-    )
-    service = LiveService(url=f"http://127.0.0.1:{port}", process=process, log_path=Path(log_file.name), server=server)
+    running = processes.start(command, name=f"live-service-{server}", env=process_env, cwd=ROOT, keep=keep)
+    service = LiveService(url=f"http://127.0.0.1:{port}", running=running, server=server)
     # A worker imports the application on its first request, which takes seconds on a busy machine: wait for an
     # answer, not only for the port to accept connections.
-    deadline = time.monotonic() + STARTUP_SECONDS
-    while True:
-        if process.poll() is not None:
-            raise RuntimeError(f"The service exited with {process.returncode}:\n{service.log()}")
-        try:
-            requests.get(f"{service.url}/api/", timeout=10)
-            return service
-        except (requests.ConnectionError, requests.Timeout):
-            if time.monotonic() > deadline:
-                service.stop()
-                raise RuntimeError(f"The service did not answer within {STARTUP_SECONDS} s:\n{service.log()}") from None
-            time.sleep(0.1)
+    running.wait_until(lambda: processes.answers(f"{service.url}/api/"), what="answer on /api/")
+    return service

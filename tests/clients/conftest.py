@@ -63,7 +63,7 @@ def clients_service_process(django_db_setup, django_db_blocker, dns_server):
         "DOMAIN_VERIFICATION_TIMEOUT": "2",
     }
     with django_db_blocker.unblock():
-        service = start_service(env=env, workers=1, threads=4)
+        service = start_service(env=env, workers=1, threads=4, keep=True)
     yield service
     service.stop()
 

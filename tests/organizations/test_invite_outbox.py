@@ -7,9 +7,7 @@ the service there is exactly what a process that stopped between the commit and 
 import os
 import signal
 import smtplib
-import subprocess
 import sys
-import time
 from datetime import timedelta
 from io import StringIO
 
@@ -28,7 +26,7 @@ from organizations.services import (
     invites_bulk_create,
     invites_send_email,
 )
-from tests import live
+from tests import live, processes
 from tests.organizations.dns_server import LocalDNSServer
 from tests.organizations.factories import DomainFactory, InviteFactory
 from tests.organizations.smtp_server import smtp_settings
@@ -198,31 +196,25 @@ def test_the_command_with_every_keeps_mailing_what_becomes_due(transactional_db,
     # What a service that stopped between the commit and the mail leaves: committed, due, never attempted.
     InviteFactory(organization=organization, target_email="first@example.com", next_emailing_attempt_at=timezone.now())
     env = {**os.environ, "DATABASE_URL": live.test_database_url(), **smtp_settings(smtp_server.port)}
-    log_path = tmp_path / "send_pending_invites.log"
-    with log_path.open("w") as log:
-        process = subprocess.Popen(
-            [sys.executable, "manage.py", "send_pending_invites", "--every", "0.2"],
-            cwd=live.ROOT,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
+    sender = processes.start(
+        [sys.executable, "manage.py", "send_pending_invites", "--every", "0.2"], name="send_pending_invites", env=env
+    )
+    try:
+        wait_for_mails(smtp_server, 1, sender)
+        InviteFactory(
+            organization=organization, target_email="second@example.com", next_emailing_attempt_at=timezone.now()
         )
+        wait_for_mails(smtp_server, 2, sender)
+    finally:
+        sender.popen.send_signal(signal.SIGINT)  # Ctrl-C, as `make run` stops it
         try:
-            wait_for_mails(smtp_server, 1, log_path)
-            InviteFactory(
-                organization=organization, target_email="second@example.com", next_emailing_attempt_at=timezone.now()
-            )
-            wait_for_mails(smtp_server, 2, log_path)
+            sender.popen.wait(timeout=30)
         finally:
-            process.send_signal(signal.SIGINT)
-            process.wait(timeout=30)
+            sender.kill()
     assert [mail["To"] for mail in smtp_server.mails] == ["first@example.com", "second@example.com"]
-    assert "Stopped sending invites." in log_path.read_text()
+    assert "Stopped sending invites." in sender.log()
     assert not Invite.objects.filter(next_emailing_attempt_at__isnull=False).exists()
 
 
-def wait_for_mails(server, count: int, log_path, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while len(server.mails) < count:
-        assert time.monotonic() < deadline, f"{len(server.mails)} of {count} mail(s) came:\n{log_path.read_text()}"
-        time.sleep(0.05)
+def wait_for_mails(server, count: int, sender, timeout: float = 60) -> None:
+    sender.wait_until(lambda: len(server.mails) >= count, what=f"mail {count} invite(s)", timeout=timeout)

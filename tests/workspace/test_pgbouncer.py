@@ -9,9 +9,7 @@ prepare nothing, hold no cursor and set nothing on a connection beyond a transac
 import os
 import shutil
 import socket
-import subprocess
 import tempfile
-import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -24,7 +22,7 @@ from django.db import connection
 
 from dashboards.models import Dashboard
 from pipelines.events.models import Event
-from tests import live
+from tests import live, processes
 from workspace.db import prepared_cursor
 
 PGBOUNCER = shutil.which("pgbouncer") or shutil.which("pgbouncer", path="/usr/sbin:/usr/local/sbin")
@@ -41,12 +39,11 @@ class PgBouncer:
     """A PgBouncer process in transaction mode in front of the test database, on a free port of 127.0.0.1."""
 
     port: int
-    process: subprocess.Popen
-    log_path: Path
+    running: processes.Process
     directory: Path
 
     def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
+        return self.running.log()
 
     def database_url(self) -> str:
         """The test database's URL, through PgBouncer."""
@@ -63,13 +60,7 @@ class PgBouncer:
             return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=10)
+        self.running.stop(timeout=10)
         shutil.rmtree(self.directory, ignore_errors=True)
 
 
@@ -94,26 +85,17 @@ def start_pgbouncer(*, ignore_startup_parameters: str = "") -> PgBouncer:
     )
     for path in directory.iterdir():
         path.chmod(0o644)
-    log_path = directory / "pgbouncer.log"
     command = [PGBOUNCER, *(["-u", "nobody"] if os.geteuid() == 0 else []), str(directory / "pgbouncer.ini")]
-    with log_path.open("wb") as log_file:
-        process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT)
-    bouncer = PgBouncer(port=port, process=process, log_path=log_path, directory=directory)
-    deadline = time.monotonic() + 20
-    while True:
-        if process.poll() is not None:
-            log = bouncer.log()
-            bouncer.stop()
-            raise RuntimeError(f"PgBouncer exited with {process.returncode}:\n{log}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return bouncer
-        except OSError:
-            if time.monotonic() > deadline:
-                log = bouncer.log()
-                bouncer.stop()
-                raise RuntimeError(f"PgBouncer did not listen within 20 s:\n{log}") from None
-            time.sleep(0.05)
+    running = processes.start(command, name="pgbouncer", log_path=directory / "pgbouncer.log")
+    bouncer = PgBouncer(port=port, running=running, directory=directory)
+    try:
+        running.wait_until(
+            lambda: socket.create_connection(("127.0.0.1", port), timeout=1).close() is None, what="listen"
+        )
+    except processes.ProcessFailed:
+        shutil.rmtree(directory, ignore_errors=True)
+        raise
+    return bouncer
 
 
 @pytest.fixture

@@ -5,13 +5,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from pathlib import Path
 
 import pytest
 import requests
 
-from tests import live
+from tests import live, processes
 from tests.live import ROOT, free_port
 
 SERVE = ROOT / "scripts" / "serve.sh"
@@ -107,12 +105,14 @@ def test_workers_collect_garbage_less_often_and_skip_what_the_master_loaded():
 
 @pytest.fixture
 def served(transactional_db, tmp_path):
-    """scripts/serve.sh on the test database and a free port, as `make serve` runs it; stopped with SIGTERM."""
+    """scripts/serve.sh on the test database and a free port, as `make serve` runs it, in a process group of its own
+    (tests/processes.py): (url, its Popen, tmp_path). Migrations and collectstatic come first, which takes minutes on
+    a busy machine: it gets the generous start deadline, and a start that gives up shows serve.sh's log."""
     port = free_port()
-    log = open(tmp_path / "serve.log", "wb")  # noqa: SIM115
-    process = subprocess.Popen(
+    running = processes.start(
         [str(SERVE)],
-        cwd=ROOT,
+        name="serve.sh",
+        log_path=tmp_path / "serve.log",
         env=environment(
             DATABASE_URL=live.test_database_url(),
             SECRET_KEY=SECRET_KEY,
@@ -121,24 +121,11 @@ def served(transactional_db, tmp_path):
             GUNICORN_WORKERS="1",
             STATIC_ROOT=str(tmp_path / "static"),
         ),
-        stdout=log,
-        stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
-    while True:
-        assert process.poll() is None, Path(log.name).read_text()
-        try:
-            requests.get(f"{url}/healthz", timeout=2)
-            break
-        except requests.ConnectionError:
-            assert time.monotonic() < deadline, Path(log.name).read_text()
-            time.sleep(0.2)
-    yield url, process, tmp_path
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        process.wait(timeout=40)
-    log.close()
+    running.wait_until(lambda: processes.answers(f"{url}/healthz", timeout=2), what="answer on /healthz")
+    yield url, running.popen, tmp_path
+    running.stop(timeout=40)
 
 
 def test_make_serve_runs_production_settings_behind_a_tls_proxy(served, alice, issue_key):

