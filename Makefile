@@ -32,7 +32,7 @@ install: $(RUNTIME)
 
 install-dev: $(DEV)
 
-# Temporal's development server, a batch-export worker, the retry of invite mails and the web server
+# Temporal's development server, a batch-export worker, the sender of invite mails and the web server
 # (scripts/run.sh); Ctrl-C stops them all.
 run: install
 	SITE_URL=$(SITE_URL) HOST=$(HOST) PORT=$(PORT) PY=$(PY) scripts/run.sh

@@ -146,9 +146,9 @@ class Invite(models.Model):
     longer listed, but are kept so that a second accept is refused with a clear message.
 
     The invite is also its own outbox entry: while `next_emailing_attempt_at` is set, its mail is due at that
-    time (organizations.services `invites_send_email`). It is set in the transaction that creates the invite,
-    so a mail that a crash or a failing mail server kept from going out is still known, and is retried by
-    `manage.py send_pending_invites`; it is cleared once the mail server took the mail.
+    time. It is set in the transaction that creates the invite, and only `manage.py send_pending_invites` (the
+    sender, organizations.services `invites_send_due`) mails it, never the request; a mail that a crash or a
+    failing mail server kept from going out stays known and is retried; it is cleared once the server took it.
     """
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)

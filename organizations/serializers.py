@@ -76,6 +76,9 @@ class TimeZoneField(StrictCharField):
 
 
 class ProjectSerializer(ModelSerializer):
+    """A project of an organization: its name, time zone and the `api_token` its events are captured with; the
+    input of create (a name), PATCH and PUT."""
+
     organization = serializers.UUIDField(source="organization_id", read_only=True)
     timezone = TimeZoneField(source="time_zone", required=False, max_length=64, validators=[validate_time_zone])
 

@@ -10,7 +10,6 @@ import secrets
 import smtplib
 from dataclasses import dataclass
 from datetime import timedelta
-from functools import partial
 
 import dns.exception
 import dns.resolver
@@ -218,7 +217,7 @@ def membership_delete(*, actor, membership: Membership) -> None:
 
 
 def invite_create(*, actor, organization: Organization, target_email: str, **fields) -> Invite:
-    """Create (or replace) an invite; it is mailed once the write has committed."""
+    """Create (or replace) an invite, due for mailing: `send_pending_invites` mails it."""
     return invites_bulk_create(
         actor=actor, organization=organization, invites=[{"target_email": target_email, **fields}]
     )[0]
@@ -226,14 +225,13 @@ def invite_create(*, actor, organization: Organization, target_email: str, **fie
 
 @transaction.atomic
 def invites_bulk_create(*, actor, organization: Organization, invites: list[dict]) -> list[Invite]:
-    """Save every invite or none, each replacing the earlier pending invite for its email, then mail them once the
-    transaction has committed.
+    """Save every invite or none, each replacing the earlier pending invite for its email and saved as due for
+    mailing (the outbox, `Invite.next_emailing_attempt_at`).
 
     The organization's row is locked first, so that parallel invites for one email leave exactly one pending
-    (a partial unique constraint is the last guard). The mail waits for the commit, so that a slow or silent mail
-    server never holds that lock and no one is mailed an invite that was rolled back. Each invite is saved as due
-    for mailing, in the same transaction: if the process stops before its mail went out, `send_pending_invites`
-    sends it.
+    (a partial unique constraint is the last guard). Nothing here talks to the mail server, neither inside the
+    transaction nor after it: the sender, `send_pending_invites --every N`, mails what is due, so a slow or silent
+    mail server never holds a lock or a request (issue 41), and no one is mailed an invite that was rolled back.
     """
     _lock_organization(organization.pk)
     emails = [data["target_email"].lower() for data in invites]
@@ -264,8 +262,6 @@ def invites_bulk_create(*, actor, organization: Organization, invites: list[dict
         invite.full_clean()
         invite.save()
         saved.append(invite)
-    # Robust: a failure there (the database gone) must not turn a committed write into an error; the invites stay due.
-    transaction.on_commit(partial(invites_send_email, invites=saved), robust=True)
     return saved
 
 

@@ -46,7 +46,6 @@ from organizations.tenancy import (
     visible_organizations,
     visible_projects,
 )
-from workspace.api.conditional import etag_for
 from workspace.api.viewsets import (
     BaseViewSet,
     CreateMixin,
@@ -179,34 +178,9 @@ class InviteViewSet(OrganizationScopedViewSet, ListMixin, CreateMixin, DestroyMi
     def get_queryset(self):
         return self.organization.invites.filter(accepted_at__isnull=True).order_by("-created_at", "id")
 
-    def dispatch(self, request, *args, **kwargs):
-        """New invites are mailed as this request's transaction commits, outside every lock (see
-        `invites_bulk_create`): the answer is then read again, so that `emailing_attempt_made` and the ETag say
-        what the mailing did."""
-        self.created_invites = []
-        response = super().dispatch(request, *args, **kwargs)
-        if self.created_invites and response.status_code < 400:
-            self.represent_after_mailing(response)
-        return response
-
-    def represent_after_mailing(self, response) -> None:
-        fresh = self.read_queryset().in_bulk([invite.pk for invite in self.created_invites])
-        before = response.data if isinstance(response.data, list) else [response.data]
-        # An invite replaced or deleted since by another request keeps the answer it had.
-        after = [
-            self.represent(fresh[invite.pk]) if invite.pk in fresh else data
-            for invite, data in zip(self.created_invites, before, strict=True)
-        ]
-        if isinstance(response.data, list):
-            response.data = after
-        else:
-            response.data = after[0]
-            response["ETag"] = etag_for(response.data)
-
     def create_object(self, data):
-        invite = invite_create(actor=self.request.user, organization=self.organization, **data)
-        self.created_invites.append(invite)
-        return invite
+        # Saved as due: `send_pending_invites` mails it, never this request (issue 41).
+        return invite_create(actor=self.request.user, organization=self.organization, **data)
 
     @extend_schema(
         request=BulkInviteSerializer(),
@@ -226,10 +200,10 @@ class InviteViewSet(OrganizationScopedViewSet, ListMixin, CreateMixin, DestroyMi
         serializer = BulkInviteSerializer(data=[request.data] if single else request.data)
         serializer.is_valid(raise_exception=True)
         self.check_input_permissions(serializer.validated_data)
-        self.created_invites = invites_bulk_create(
+        invites = invites_bulk_create(
             actor=request.user, organization=self.organization, invites=serializer.validated_data
         )
-        data = [self.record_created(invite) for invite in self.created_invites]
+        data = [self.record_created(invite) for invite in invites]
         return self.object_response(data=data[0]) if single else Response(data)
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make run`: Temporal's development server (unless TEMPORAL_ADDRESS names a Temporal already running), one
-# batch-export worker, the retry of invite mails that did not go out and the web server, on a migrated database with
-# demo data. Ctrl-C, or any of them stopping, stops them all.
+# batch-export worker, the sender of invite mails (the requests only queue them) and the web server, on a migrated
+# database with demo data. Ctrl-C, or any of them stopping, stops them all.
 #
 # HOST/PORT: the web server's address (SITE_URL follows it unless set). The development server listens on 127.0.0.1
 # only, on TEMPORAL_PORT (gRPC, 7233), TEMPORAL_UI_PORT (web UI, +1000), TEMPORAL_HTTP_PORT (HTTP API, +10) and
@@ -65,7 +65,8 @@ fi
 "$PY" manage.py seed_demo
 "$PY" manage.py batch_export_worker &
 pids+=($!)
-"$PY" manage.py send_pending_invites --every 60 &
+# Every invite mail goes out from here, never from a request: within seconds of the invite.
+"$PY" manage.py send_pending_invites --every 5 &
 pids+=($!)
 "$PY" manage.py runserver "$HOST:$PORT" &
 pids+=($!)

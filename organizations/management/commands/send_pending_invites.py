@@ -11,9 +11,9 @@ logger = logging.getLogger(__name__)
 
 class Command(BaseCommand):
     help = (
-        "Mail the invites whose mail is due: those the mail server refused or never answered for (again after a "
-        "growing delay, until they expire) and those the service stopped before mailing. Run it from cron, or keep "
-        "it running with --every."
+        "Mail the invites whose mail is due: every new invite (requests only queue them), and those the mail server "
+        "refused or never answered for (again after a growing delay, until they expire). Production keeps it "
+        "running beside the web servers with --every (make run: --every 5), or runs it from cron."
     )
 
     def add_arguments(self, parser):
