@@ -138,8 +138,9 @@ class Insight(models.Model):
 
     @property
     def dashboard_ids(self) -> list[int]:
-        """The non-deleted dashboards showing this insight (from `live_tiles` when prefetched, see selectors)."""
-        tiles = getattr(self, "live_tiles", None)
+        """The non-deleted dashboards showing this insight: from the live tiles an insight read for the API comes with
+        (`dashboard_tiles`, prefetched by workspace.api.serializers.read_queryset), else from the database."""
+        tiles = self.__dict__.get("_prefetched_tiles")
         if tiles is None:
             tiles = self.tiles.filter(deleted=False, dashboard__deleted=False).order_by("dashboard_id")
         return [tile.dashboard_id for tile in tiles]

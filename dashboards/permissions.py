@@ -74,12 +74,14 @@ class CanEditSharedDashboard(BasePermission):
 
 
 class OrganizationAllowsPublicSharing(BasePermission):
-    """Turning a public link on needs the organization to allow public pages (`allow_publicly_shared_resources`)."""
+    """Asking for a public link (`enabled: true`) needs the organization to allow public pages
+    (`allow_publicly_shared_resources`), whether or not the link is on already (issue 41: a link enabled before the
+    setting was turned off answered 200 to being enabled again, as if the request were granted)."""
 
     message = "Public sharing is turned off for this organization (allow_publicly_shared_resources)."
 
     def has_input_permission(self, request, view, data, configuration) -> bool:
-        if not data.get("enabled") or (configuration is not None and configuration.enabled):
+        if not data.get("enabled"):
             return True
         return view.project.organization.allow_publicly_shared_resources
 

@@ -38,7 +38,7 @@ from organizations.models import Membership
 from pipelines.query.runner import REFRESH_MODES, validate_query
 from workspace.api.fields import StrictBooleanField, StrictCharField, StrictIntegerChoiceField, StrictUUIDField
 from workspace.api.schema import openapi_schema
-from workspace.api.serializers import ModelSerializer
+from workspace.api.serializers import ModelSerializer, prefetched_attribute
 from workspace.models import ActivityLog
 from workspace.serializers import UserBasicSerializer
 
@@ -82,18 +82,39 @@ def validate_object_or_null(value, what: str):
 class DashboardIdsField(serializers.ListField):
     """The ids of the (non-deleted) dashboards showing an insight; as input, the dashboards that should.
 
-    dashboards.permissions.requested_dashboard_ids reads the same list the same way, to lock those dashboards'
-    rows before the insight's."""
+    Read from the rows `dashboard_tiles` shows (one prefetch for both, see InsightTilesSerializer).
+    dashboards.permissions.requested_dashboard_ids reads the input the same way, to lock those dashboards' rows
+    before the insight's."""
 
     child = serializers.IntegerField()
 
-    @property
-    def prefetch_related(self):
-        tiles = live_tiles().only("id", "insight_id", "dashboard_id")
-        return (Prefetch("tiles", queryset=tiles, to_attr="live_tiles"),)
+    def get_attribute(self, instance):
+        tiles = instance.__dict__.get(prefetched_attribute("tiles"))
+        return instance.dashboard_ids if tiles is None else [tile.dashboard_id for tile in tiles]
+
+
+class InsightTilesSerializer(serializers.ListSerializer):
+    """An insight's tiles on dashboards that are not deleted, by dashboard: the tiles behind its `dashboards`."""
+
+    def related_queryset(self):
+        return live_tiles()
 
     def get_attribute(self, instance):
-        return instance.dashboard_ids
+        tiles = instance.__dict__.get(prefetched_attribute("tiles"))
+        return live_tiles().filter(insight=instance) if tiles is None else tiles
+
+
+class DashboardTileBasicSerializer(ModelSerializer):
+    """A tile that shows the insight: its id, its dashboard's id and whether it was removed (the reference's
+    `dashboard_tiles` item, which its generated SDK reads)."""
+
+    dashboard_id = serializers.IntegerField(read_only=True)
+
+    class Meta:
+        model = DashboardTile
+        list_serializer_class = InsightTilesSerializer
+        fields = ["id", "dashboard_id", "deleted"]
+        read_only_fields = fields
 
 
 class InsightResultMixin:
@@ -153,6 +174,9 @@ class InsightSerializer(ModelSerializer):
     filters = serializers.JSONField(required=False, allow_null=True)
     tags = TagListField(required=False, max_length=MAX_TAGS_PER_DASHBOARD)
     dashboards = DashboardIdsField(required=False)
+    dashboard_tiles = DashboardTileBasicSerializer(
+        many=True, read_only=True, source="tiles", help_text="The tiles that show the insight, one per dashboard."
+    )
     # The reference's insights carry `updated_at` beside `last_modified_at`, and its agent toolkit requires it.
     updated_at = serializers.DateTimeField(source="last_modified_at", read_only=True)
     result = InsightResultJSONField(allow_null=True, help_text="The query's results; null when not computed.")
@@ -180,6 +204,7 @@ class InsightSerializer(ModelSerializer):
             "filters",
             "tags",
             "dashboards",
+            "dashboard_tiles",
             "created_at",
             "created_by",
             "last_modified_at",
@@ -517,9 +542,18 @@ class TemplateDocumentField(serializers.JSONField):
 
 
 class TemplateJSONSerializer(serializers.Serializer):
-    """`{"template": {...}}` checked against dashboards.template_library.TEMPLATE_SCHEMA."""
+    """`{"template": {...}, "dry_run"?: bool}`, the template checked against template_library.TEMPLATE_SCHEMA.
+
+    `dry_run` in the body means what `?dry_run=` means (issue 41: a client that put it in the body had the dashboard
+    created): either one true makes the call a dry run."""
 
     template = TemplateDocumentField()
+    dry_run = StrictBooleanField(
+        required=False,
+        default=False,
+        help_text="Validate and answer with what would be created, writing nothing (as `?dry_run=true`; either one "
+        "true makes it a dry run).",
+    )
 
     def validate_template(self, value) -> dict:
         try:
@@ -619,6 +653,8 @@ class LiveEnabledField(StrictBooleanField):
 
 
 class SharedDashboardSerializer(ModelSerializer):
+    """The dashboard a shared link shows, as the review of links names it: its id, name and project."""
+
     class Meta:
         model = Dashboard
         fields = ["id", "name", "project_id"]

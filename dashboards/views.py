@@ -161,10 +161,22 @@ class InsightResultsMixin:
             self.throttled(self.request, throttle.wait())
 
     def activity_state(self, instance, representation: dict) -> dict:
-        return without_results(super().activity_state(instance, representation))
+        return without_tile_ids(without_results(super().activity_state(instance, representation)))
 
     def etag_state(self, representation: dict) -> dict:
         return without_results(super().etag_state(representation))
+
+
+def without_tile_ids(state: dict) -> dict:
+    """An insight's (or a dashboard's insights') state without `dashboard_tiles`, which restates `dashboards` with the
+    tiles' ids: the activity log records which dashboards show the insight, once."""
+    kept = {name: value for name, value in state.items() if name != "dashboard_tiles"}
+    if isinstance(kept.get("tiles"), list):
+        kept["tiles"] = [
+            {**tile, "insight": without_tile_ids(tile["insight"])} if tile.get("insight") else tile
+            for tile in kept["tiles"]
+        ]
+    return kept
 
 
 class SoftDeleteOnlyMixin:
@@ -366,7 +378,7 @@ class DashboardViewSet(
                 "dry_run",
                 OpenApiTypes.BOOL,
                 description="Validate and answer with what would be created, writing nothing (the ids shown are "
-                "not kept).",
+                "not kept). The body's `dry_run` does the same; either one true makes it a dry run.",
             ),
         ],
         request=TemplateJSONSerializer,
@@ -375,13 +387,14 @@ class DashboardViewSet(
     @action(detail=False, methods=["post"], required_scopes=["dashboard:write"])
     def create_from_template_json(self, request, *args, **kwargs):
         """Create a dashboard and its tiles from a template document (see the bundled templates, and
-        `template_json`)."""
+        `template_json`). With `dry_run: true` in the body, or `?dry_run=true`, the document is validated and the
+        answer (200) shows what would be created, writing nothing."""
         options = DryRunSerializer(data=request.query_params)
         options.is_valid(raise_exception=True)
         serializer = TemplateJSONSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         template = serializer.validated_data["template"]
-        if not options.validated_data["dry_run"]:
+        if not (options.validated_data["dry_run"] or serializer.validated_data["dry_run"]):
             dashboard = dashboard_create(actor=request.user, project=self.project, template=template)
             return self.created_response(dashboard, status_code=status.HTTP_200_OK)
         # The creation itself, rolled back: what a dry run accepts, the real one does.

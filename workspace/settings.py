@@ -399,6 +399,8 @@ SPECTACULAR_SETTINGS = {
     "AUTHENTICATION_WHITELIST": ["apikeys.authentication.PersonalAPIKeyAuthentication"],
     # /api/environments/ is an alias of /api/projects/ (workspace/urls.py): described once.
     "PREPROCESSING_HOOKS": ["workspace.urls.schema_without_aliases"],
+    # A component is described by its own serializer's docstring, never by a base class's.
+    "GET_LIB_DOC_EXCLUDES": "workspace.api.schema.doc_excludes",
     # Dashboard restriction, privilege and collaborator levels share one choice set.
     # Enum component names as the reference API publishes them, for clients generated from either schema.
     "ENUM_NAME_OVERRIDES": {

@@ -106,6 +106,14 @@ class TestGoldenResponses:
                         "filters": {"interval": "day"},
                         "tags": ["traffic"],
                         "dashboards": [dashboard.pk, elsewhere.pk],
+                        "dashboard_tiles": [
+                            {"id": tile.pk, "dashboard_id": dashboard.pk, "deleted": False},
+                            {
+                                "id": insight.tiles.get(dashboard=elsewhere).pk,
+                                "dashboard_id": elsewhere.pk,
+                                "deleted": False,
+                            },
+                        ],
                         "created_at": timestamp(insight.created_at),
                         "created_by": user_json(alice),
                         "last_modified_at": timestamp(insight.last_modified_at),

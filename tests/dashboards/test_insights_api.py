@@ -7,6 +7,7 @@ import pytest
 
 from dashboards import services
 from dashboards.models import DashboardTile, Insight
+from dashboards.selectors import live_tiles
 from tests.dashboards.factories import (
     DashboardCollaboratorFactory,
     DashboardFactory,
@@ -54,6 +55,10 @@ def expected_insight(insight: Insight, **changes) -> dict:
         "filters": insight.filters,
         "tags": insight.tag_names,
         "dashboards": insight.dashboard_ids,
+        "dashboard_tiles": [
+            {"id": tile.pk, "dashboard_id": tile.dashboard_id, "deleted": False}
+            for tile in live_tiles().filter(insight=insight)
+        ],
         "created_at": timestamp(insight.created_at),
         "created_by": user_json(insight.created_by),
         "last_modified_at": timestamp(insight.last_modified_at),
@@ -104,7 +109,7 @@ class TestGoldenResponse:
         frozen_now,  # noqa: F811 - the fixture imported above
     ):
         other = DashboardFactory(project=project, created_by=alice)
-        DashboardTileFactory(dashboard=other, insight=insight)
+        elsewhere = DashboardTileFactory(dashboard=other, insight=insight)
         DashboardTileFactory(dashboard=DashboardFactory(project=project, deleted=True), insight=insight)
         DashboardTileFactory(dashboard=DashboardFactory(project=project), insight=insight, deleted=True)
 
@@ -122,6 +127,12 @@ class TestGoldenResponse:
             "filters": {"interval": "day"},
             "tags": ["traffic", "weekly"],
             "dashboards": [dashboard.pk, other.pk],
+            # The reference's tiles of the insight (issue 41: its generated SDK cannot read an insight without them):
+            # the live ones, as `dashboards`; none on a deleted dashboard, none removed.
+            "dashboard_tiles": [
+                {"id": insight.tiles.get(dashboard=dashboard).pk, "dashboard_id": dashboard.pk, "deleted": False},
+                {"id": elsewhere.pk, "dashboard_id": other.pk, "deleted": False},
+            ],
             "created_at": timestamp(insight.created_at),
             "created_by": user_json(alice),
             "last_modified_at": timestamp(insight.last_modified_at),

@@ -58,6 +58,17 @@ class TestTheSwitch:
         assert "allow_publicly_shared_resources" in response.json()["detail"]
         assert not SharingConfiguration.objects.filter(dashboard=dashboard, enabled=True).exists()
 
+    def test_while_off_enabling_a_link_already_on_is_a_403_too(self, client, organization, project, dashboard):
+        """Issue 41: answered 200, as if the request to share publicly were granted."""
+        client.patch(sharing_url(project, dashboard), {"enabled": True}, format="json")
+        switch(client, organization, False)
+
+        response = client.patch(sharing_url(project, dashboard), {"enabled": True, "password_required": True})
+
+        assert response.status_code == 403
+        assert "allow_publicly_shared_resources" in response.json()["detail"]
+        assert SharingConfiguration.objects.get(dashboard=dashboard).password_required is False
+
     def test_while_off_turning_a_link_off_or_changing_its_expiry_still_works(
         self, client, organization, project, dashboard
     ):

@@ -1,9 +1,7 @@
 """Dashboards as portable documents: template_json, create_from_template_json's round trip and its dry run."""
 
 import os
-import subprocess
 import sys
-import time
 
 import pytest
 import requests
@@ -11,6 +9,7 @@ import requests
 from dashboards.models import Dashboard, DashboardTile, Insight, Text
 from dashboards.services import dashboard_set_tags
 from dashboards.template_library import bundled_templates
+from tests import processes
 from tests.dashboards.factories import DashboardFactory, DashboardTileFactory, InsightFactory
 from tests.live import ROOT
 from workspace.models import ActivityLog
@@ -124,6 +123,45 @@ class TestDryRun:
         assert len(body["tiles"]) == len(template["tiles"])
         assert counts() == before
 
+    @pytest.mark.parametrize("query", ["", "?dry_run=false"], ids=["body-only", "body-true-query-false"])
+    def test_dry_run_in_the_body_writes_nothing_either(self, key_client, project, query):
+        """Issue 41: `"dry_run": true` in the body created the dashboard; only the query parameter was read."""
+        template = bundled_templates()["website-traffic"]
+        before = counts()
+
+        response = key_client("dashboard:write").post(
+            create_url(project) + query, {"template": template, "dry_run": True}, format="json"
+        )
+
+        assert response.status_code == 200, response.content
+        assert (response.json()["name"], len(response.json()["tiles"])) == (
+            template["template_name"],
+            len(template["tiles"]),
+        )
+        assert counts() == before
+
+    @pytest.mark.parametrize("value", ["true", 1, None])
+    def test_a_body_dry_run_that_is_not_a_boolean_is_a_400(self, key_client, project, value):
+        before = counts()
+
+        response = key_client("dashboard:write").post(
+            create_url(project), {"template": bundled_templates()["website-traffic"], "dry_run": value}, format="json"
+        )
+
+        assert response.status_code == 400
+        assert response.json()["attr"] == "dry_run"
+        assert counts() == before
+
+    def test_body_dry_run_false_creates(self, key_client, project):
+        before = Dashboard.objects.count()
+
+        response = key_client("dashboard:write").post(
+            create_url(project), {"template": bundled_templates()["website-traffic"], "dry_run": False}, format="json"
+        )
+
+        assert response.status_code == 200
+        assert Dashboard.objects.count() == before + 1
+
     def test_invalid_input_is_the_same_400_as_without(self, key_client, project):
         template = {**bundled_templates()["website-traffic"], "tiles": []}
         client = key_client("dashboard:write")
@@ -173,41 +211,21 @@ def other_installation(tmp_path):
     }
     env.pop("REDIS_URL", None)
     manage = [sys.executable, str(ROOT / "manage.py")]
-    subprocess.run([*manage, "migrate", "--noinput"], env=env, check=True, capture_output=True, timeout=300)
-    seeded = subprocess.run([*manage, "seed_demo"], env=env, check=True, capture_output=True, text=True, timeout=300)
+    code, output = processes.run([*manage, "migrate", "--noinput"], env=env, timeout=processes.START_SECONDS)
+    assert code == 0, output
+    code, seeded = processes.run([*manage, "seed_demo"], env=env, timeout=processes.START_SECONDS)
+    assert code == 0, seeded
     key = (tmp_path / "demo-key").read_text().strip()
-    assert key and key in seeded.stdout
+    assert key and key in seeded
     port = free_port()
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "gunicorn",
-            "workspace.wsgi:application",
-            "--bind",
-            f"127.0.0.1:{port}",
-            "--workers",
-            "1",
-        ],
-        env=env,
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    command = [sys.executable, "-m", "gunicorn", "workspace.wsgi:application", "--bind", f"127.0.0.1:{port}"]
+    server = processes.start([*command, "--workers", "1"], name="second-installation", env=env)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert server.poll() is None and time.monotonic() < deadline, "the second installation did not start"
-            try:
-                requests.get(f"{url}/readyz", timeout=5)
-                break
-            except requests.RequestException:
-                time.sleep(0.1)
+        server.wait_until(lambda: processes.answers(f"{url}/readyz"), what="answer on /readyz")
         yield url, key
     finally:
-        server.terminate()
-        server.wait(timeout=10)
+        server.stop(timeout=10)
 
 
 def test_a_round_trip_between_two_installations_gives_the_same_document(

@@ -119,3 +119,30 @@ def test_every_nullable_choice_lists_null_among_its_values(schema):
 
     walk(schema, "")
     assert found == []
+
+
+def test_no_component_is_described_by_a_base_serializers_docstring(schema):
+    """Issue 41: twelve components (Project, SharedDashboard, ...) were described as "DRF's ModelSerializer with model
+    fields that take their JSON type only": the docstring of workspace.api.serializers.ModelSerializer."""
+    from workspace.api.serializers import ModelSerializer
+
+    base = " ".join(ModelSerializer.__doc__.split())
+    borrowed = [
+        name
+        for name, component in schema["components"]["schemas"].items()
+        if " ".join(component.get("description", "").split()) == base
+    ]
+    assert borrowed == []
+
+
+@pytest.mark.parametrize(
+    ("names", "starts"),
+    [
+        (["Project", "ProjectRequest", "PatchedProjectRequest"], "A project of an organization"),
+        (["SharedDashboard"], "The dashboard a shared link shows"),
+        (["DashboardTileBasic"], "A tile that shows the insight"),
+    ],
+)
+def test_components_describe_themselves(schema, names, starts):
+    for name in names:
+        assert schema["components"]["schemas"][name]["description"].startswith(starts), name
