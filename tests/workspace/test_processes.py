@@ -7,6 +7,7 @@ import signal
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
@@ -15,6 +16,7 @@ from tests import processes
 INNER = '''
 import os
 import time
+from pathlib import Path
 from pathlib import Path
 
 from tests import processes
@@ -96,3 +98,33 @@ def test_no_process_outlives_an_interrupted_run(tmp_path, signum):
     inner.wait(60)
 
     assert_gone(pgid)
+
+
+BUSY_TEST = processes.ROOT / "scripts" / "busy-test.sh"
+
+
+def burner_pids(output: str) -> list[int]:
+    line = next(line for line in output.splitlines() if "busy loop(s) (pids" in line)
+    return [int(pid) for pid in line.split("(pids ", 1)[1].split(")", 1)[0].split()]
+
+
+def test_the_busy_check_runs_the_command_beside_busy_loops_and_kills_them():
+    code, output = processes.run([str(BUSY_TEST), "bash", "-c", "exit 3"], timeout=60)
+
+    assert code == 3, output  # the command's status
+    pids = burner_pids(output)
+    assert len(pids) == 2
+    for pid in pids:
+        assert not Path(f"/proc/{pid}").exists(), f"busy loop {pid} outlived the check"
+
+
+def test_the_busy_check_kills_its_loops_when_interrupted(tmp_path):
+    check = processes.start([str(BUSY_TEST), "sleep", "600"], name="busy-test")
+    check.wait_until(lambda: "busy loop(s)" in check.log(), what="start its loops", timeout=60)
+    pids = burner_pids(check.log())
+
+    check.signal_group(signal.SIGINT)  # Ctrl-C: the terminal signals the whole foreground group
+    assert check.wait(60) == 130
+
+    for pid in pids:
+        assert not Path(f"/proc/{pid}").exists(), f"busy loop {pid} outlived the check"
