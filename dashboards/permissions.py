@@ -75,7 +75,7 @@ class CanEditSharedDashboard(BasePermission):
 
 class OrganizationAllowsPublicSharing(BasePermission):
     """Asking for a public link (`enabled: true`) needs the organization to allow public pages
-    (`allow_publicly_shared_resources`), whether or not the link is on already (issue 41: a link enabled before the
+    (`allow_publicly_shared_resources`), whether or not the link is on already (a link enabled before the
     setting was turned off answered 200 to being enabled again, as if the request were granted)."""
 
     message = "Public sharing is turned off for this organization (allow_publicly_shared_resources)."

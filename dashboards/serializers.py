@@ -544,7 +544,7 @@ class TemplateDocumentField(serializers.JSONField):
 class TemplateJSONSerializer(serializers.Serializer):
     """`{"template": {...}, "dry_run"?: bool}`, the template checked against template_library.TEMPLATE_SCHEMA.
 
-    `dry_run` in the body means what `?dry_run=` means (issue 41: a client that put it in the body had the dashboard
+    `dry_run` in the body means what `?dry_run=` means (a client that put it in the body had the dashboard
     created): either one true makes the call a dry run."""
 
     template = TemplateDocumentField()

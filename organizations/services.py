@@ -231,7 +231,7 @@ def invites_bulk_create(*, actor, organization: Organization, invites: list[dict
     The organization's row is locked first, so that parallel invites for one email leave exactly one pending
     (a partial unique constraint is the last guard). Nothing here talks to the mail server, neither inside the
     transaction nor after it: the sender, `send_pending_invites --every N`, mails what is due, so a slow or silent
-    mail server never holds a lock or a request (issue 41), and no one is mailed an invite that was rolled back.
+    mail server never holds a lock or a request, and no one is mailed an invite that was rolled back.
     """
     _lock_organization(organization.pk)
     emails = [data["target_email"].lower() for data in invites]

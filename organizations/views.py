@@ -179,7 +179,7 @@ class InviteViewSet(OrganizationScopedViewSet, ListMixin, CreateMixin, DestroyMi
         return self.organization.invites.filter(accepted_at__isnull=True).order_by("-created_at", "id")
 
     def create_object(self, data):
-        # Saved as due: `send_pending_invites` mails it, never this request (issue 41).
+        # Saved as due: `send_pending_invites` mails it, never this request.
         return invite_create(actor=self.request.user, organization=self.organization, **data)
 
     @extend_schema(

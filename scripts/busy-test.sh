@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The test suite on a busy machine (issue 41): `make test`, or the command given, with busy loops taking the cores
+# The test suite on a busy machine: `make test`, or the command given, with busy loops taking the cores
 # beside it, as on a loaded 2-core CI runner. The loops are killed when it ends, fails or is interrupted; the exit
 # status is the command's.
 #

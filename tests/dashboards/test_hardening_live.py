@@ -1,4 +1,4 @@
-"""Issue 41's dashboard items through the live service (tests/live.py): a malformed version id, `dry_run` in the
+"""The dashboards' hardening items through the live service (tests/live.py): a malformed version id, `dry_run` in the
 body, enabling a link while the organization turns public sharing off, and the insights' `dashboard_tiles`."""
 
 import pytest

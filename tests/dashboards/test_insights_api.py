@@ -127,7 +127,7 @@ class TestGoldenResponse:
             "filters": {"interval": "day"},
             "tags": ["traffic", "weekly"],
             "dashboards": [dashboard.pk, other.pk],
-            # The reference's tiles of the insight (issue 41: its generated SDK cannot read an insight without them):
+            # The reference's tiles of the insight (its generated SDK cannot read an insight without them):
             # the live ones, as `dashboards`; none on a deleted dashboard, none removed.
             "dashboard_tiles": [
                 {"id": insight.tiles.get(dashboard=dashboard).pk, "dashboard_id": dashboard.pk, "deleted": False},

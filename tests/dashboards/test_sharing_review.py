@@ -59,7 +59,7 @@ class TestTheSwitch:
         assert not SharingConfiguration.objects.filter(dashboard=dashboard, enabled=True).exists()
 
     def test_while_off_enabling_a_link_already_on_is_a_403_too(self, client, organization, project, dashboard):
-        """Issue 41: answered 200, as if the request to share publicly were granted."""
+        """Regression: answered 200, as if the request to share publicly were granted."""
         client.patch(sharing_url(project, dashboard), {"enabled": True}, format="json")
         switch(client, organization, False)
 

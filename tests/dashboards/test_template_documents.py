@@ -125,7 +125,7 @@ class TestDryRun:
 
     @pytest.mark.parametrize("query", ["", "?dry_run=false"], ids=["body-only", "body-true-query-false"])
     def test_dry_run_in_the_body_writes_nothing_either(self, key_client, project, query):
-        """Issue 41: `"dry_run": true` in the body created the dashboard; only the query parameter was read."""
+        """Regression: `"dry_run": true` in the body created the dashboard; only the query parameter was read."""
         template = bundled_templates()["website-traffic"]
         before = counts()
 

@@ -150,7 +150,7 @@ def test_a_stale_if_match_is_a_412_and_nothing_changes(client, project, history)
     [
         ("not-a-uuid", 400, "version_id"),
         ("12", 400, "version_id"),
-        # Issue 41: a number is no UUID (DRF read 12 as the UUID whose value is 12, and answered 404).
+        # Regression: a number is no UUID (DRF read 12 as the UUID whose value is 12, and answered 404).
         (12, 400, "version_id"),
         (None, 400, "version_id"),
         (str(uuid.uuid4()), 404, None),

@@ -32,7 +32,7 @@ def iso(value) -> str:
 
 
 class TestInviteCreate:
-    # The request never mails (issue 41): it saves the invite as due, and the outbox's sender mails it.
+    # The request never mails: it saves the invite as due, and the outbox's sender mails it.
 
     def test_creates_the_invite_and_the_sender_mails_it_once(
         self, key_client, organization, alice, mailoutbox, settings

@@ -98,7 +98,7 @@ def start_sender(env: dict[str, str]) -> processes.Process:
 def test_an_invite_is_answered_at_once_while_the_mail_server_accepts_and_never_answers(
     start_live_service, alice, bob, organization, issue_key, smtp_server
 ):
-    """Issue 41: the POST answered after 8.1 s, the mail going out after the commit but inside the request. Now the
+    """Regression: the POST answered after 8.1 s, the mail going out after the commit but inside the request. Now the
     request saves the invite as due and answers; the sender mails it, and holds no lock while it waits."""
     listener = SilentListener()
     try:

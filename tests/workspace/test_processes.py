@@ -1,4 +1,4 @@
-"""No process a test starts outlives it (issue 41): not when the test fails, not when its start gives up, not when
+"""No process a test starts outlives it: not when the test fails, not when its start gives up, not when
 the run is interrupted. Each case runs a tiny test file in a pytest of its own, with the plugin of
 tests/processes.py as tests/conftest.py loads it, then looks for the process group that test started."""
 

@@ -122,7 +122,7 @@ def test_every_nullable_choice_lists_null_among_its_values(schema):
 
 
 def test_no_component_is_described_by_a_base_serializers_docstring(schema):
-    """Issue 41: twelve components (Project, SharedDashboard, ...) were described as "DRF's ModelSerializer with model
+    """Regression: twelve components (Project, SharedDashboard, ...) were described as "DRF's ModelSerializer with model
     fields that take their JSON type only": the docstring of workspace.api.serializers.ModelSerializer."""
     from workspace.api.serializers import ModelSerializer
 

@@ -9,7 +9,7 @@ from rest_framework import serializers
 def doc_excludes() -> list[type]:
     """drf-spectacular's `GET_LIB_DOC_EXCLUDES`: the classes whose docstrings never describe a component. DRF's own,
     and this project's base serializer: a serializer without a docstring of its own gets no description, rather
-    than the base class's ("DRF's ModelSerializer with model fields that take their JSON type only", issue 41)."""
+    than the base class's ("DRF's ModelSerializer with model fields that take their JSON type only")."""
     from workspace.api.serializers import ModelSerializer
 
     return [*get_lib_doc_excludes(), ModelSerializer]
