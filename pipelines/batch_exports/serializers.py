@@ -20,6 +20,8 @@ LATEST_RUNS = 10
 
 
 class BatchExportRunSerializer(ModelSerializer):
+    """One run of an export over one interval: its status, the records it moved and the error it met, if any."""
+
     batch_export = serializers.UUIDField(source="batch_export_id", read_only=True)
 
     class Meta:
@@ -265,12 +267,16 @@ class BatchExportStoredDestinationTestSerializer(serializers.Serializer):
 
 
 class DestinationTestStepSerializer(serializers.Serializer):
+    """One step of a destination test and how it went."""
+
     name = StrictCharField(help_text=f"One of {', '.join(STEP_NAMES)}, in that order; each type has its steps.")
     status = serializers.ChoiceField(choices=[PASSED, FAILED, SKIPPED])
     message = StrictCharField(help_text="What was done or went wrong; never a secret.")
 
 
 class DestinationTestResultSerializer(serializers.Serializer):
+    """What testing a destination found, step by step; nothing is kept."""
+
     ok = serializers.BooleanField(help_text="Whether every step passed.")
     steps = DestinationTestStepSerializer(many=True)
 
@@ -292,6 +298,8 @@ class AwareDateTimeField(serializers.DateTimeField):
 
 
 class BatchExportUnpauseSerializer(serializers.Serializer):
+    """How to unpause an export."""
+
     backfill = StrictBooleanField(
         default=False, help_text="Also export the whole intervals missed while the export was paused."
     )
@@ -305,6 +313,8 @@ class BatchExportBackfillRangeSerializer(serializers.Serializer):
 
 
 class BatchExportBackfillProgressSerializer(serializers.Serializer):
+    """How far a backfill has got: its runs in all and those that ended."""
+
     total_runs = serializers.IntegerField()
     finished_runs = serializers.IntegerField()
     progress = serializers.FloatField(allow_null=True, help_text="Finished runs over all runs, 0 to 1.")
