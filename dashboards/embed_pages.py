@@ -106,16 +106,7 @@ def retention_periods_within(source: dict, dates: DateOverride, project) -> int 
     unit = {"Day": "day", "Week": "week", "Month": "month"}.get(retention.get("period") or "Day", "day")
     tz = ZoneInfo(project.time_zone)
     try:
-        resolved = query_dates.resolve(
-            dates.date_from,
-            dates.date_to,
-            explicit=False,
-            interval="day",
-            tz=tz,
-            now=timezone.now(),
-            earliest=lambda: None,
-            attr=lambda name: name,
-        )
+        resolved = query_dates.resolve(dates.date_from, dates.date_to, tz=tz, now=timezone.now())
     except QueryError:
         return None
     start = resolved.start.astimezone(tz)

@@ -235,7 +235,6 @@ def locked_range(embed: Embed, *, now: dt.datetime | None = None) -> tuple[dt.da
         embed.date_from or "all",
         embed.date_to,
         explicit=True,
-        interval="day",
         tz=tz,
         now=now or timezone.now(),
         earliest=lambda: EARLIEST_EVENT,
@@ -260,16 +259,7 @@ def viewer_range(embed: Embed, date_from: str | None, date_to: str | None, *, no
     tz = ZoneInfo(embed.project.time_zone)
     try:
         lowest, highest = locked_range(embed, now=now)
-        wanted = resolve(
-            (date_from or "")[:64] or None,
-            (date_to or "")[:64] or None,
-            explicit=True,
-            interval="day",
-            tz=tz,
-            now=now,
-            earliest=lambda: None,
-            attr=lambda name: name,
-        )
+        wanted = resolve((date_from or "")[:64] or None, (date_to or "")[:64] or None, explicit=True, tz=tz, now=now)
     except QueryError:
         return locked
     start, end = max(wanted.start.astimezone(tz), lowest), min(wanted.end.astimezone(tz), highest)
@@ -287,16 +277,7 @@ def within_locked(embed: Embed, date_from: str, *, now: dt.datetime | None = Non
     tz = ZoneInfo(embed.project.time_zone)
     try:
         lowest, _ = locked_range(embed, now=now)
-        start = resolve(
-            date_from,
-            None,
-            explicit=True,
-            interval="day",
-            tz=tz,
-            now=now,
-            earliest=lambda: EARLIEST_EVENT,
-            attr=lambda name: name,
-        ).start
+        start = resolve(date_from, None, explicit=True, tz=tz, now=now, earliest=lambda: EARLIEST_EVENT).start
     except QueryError:
         return False
     return start.astimezone(tz) >= lowest

@@ -322,16 +322,7 @@ def _within(date_from: str, max_lookback_days: int, *, tz: ZoneInfo, now: dt.dat
 
 def _resolved(date_from: str | None, date_to: str | None, tz: ZoneInfo, now: dt.datetime):
     """The local first moment and last moment of a range, as the query layer reads it (whole days)."""
-    resolved = dates.resolve(
-        date_from,
-        date_to,
-        explicit=False,
-        interval="day",
-        tz=tz,
-        now=now,
-        earliest=lambda: None,
-        attr=lambda name: name,
-    )
+    resolved = dates.resolve(date_from, date_to, tz=tz, now=now)
     return resolved.start.astimezone(tz), (resolved.end - dt.timedelta(microseconds=1)).astimezone(tz)
 
 

@@ -106,14 +106,15 @@ def resolve(
     date_from: str | None,
     date_to: str | None,
     *,
-    explicit: bool,
-    interval: str,
     tz: ZoneInfo,
     now: dt.datetime,
-    earliest: Callable[[], dt.datetime | None],
-    attr: Callable[[str], str],
+    explicit: bool = False,
+    interval: str = "day",
+    earliest: Callable[[], dt.datetime | None] = lambda: None,
+    attr: Callable[[str], str] = lambda name: name,
 ) -> DateRange:
-    """The range a query's `dateRange` names; `earliest()` gives the project's first event, for `all`."""
+    """The range a query's `dateRange` names; `earliest()` gives the project's first event, for `all` (none: now);
+    `attr(name)` names a date in an error (as is: `date_from`, `date_to`)."""
     unit = "hour" if interval == "hour" else "day"
     local_now = now.astimezone(tz)
     if date_from == "all":
