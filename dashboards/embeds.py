@@ -187,21 +187,16 @@ def _resource(resource, project) -> tuple[Dashboard | None, Insight | None]:
     if not isinstance(resource, dict) or len(resource) != 1:
         raise EmbedRefused("resource")
     [(kind, pk)] = resource.items()
+    if kind not in ("dashboard", "insight"):
+        raise EmbedRefused("resource kind")
     if isinstance(pk, bool) or not isinstance(pk, int) or not 0 < pk < 2**63:
         raise EmbedRefused("resource id")
-    if kind == "dashboard":
-        dashboard = Dashboard.objects.filter(project=project, deleted=False, pk=pk).first()
-        if dashboard is None:
-            raise EmbedRefused("no such dashboard in the secret's project")
-        dashboard.project = project
-        return dashboard, None
-    if kind == "insight":
-        insight = Insight.objects.filter(project=project, deleted=False, pk=pk).first()
-        if insight is None:
-            raise EmbedRefused("no such insight in the secret's project")
-        insight.project = project
-        return None, insight
-    raise EmbedRefused("resource kind")
+    model = Dashboard if kind == "dashboard" else Insight
+    found = model.objects.filter(project=project, deleted=False, pk=pk).first()
+    if found is None:
+        raise EmbedRefused(f"no such {kind} in the secret's project")
+    found.project = project
+    return (found, None) if kind == "dashboard" else (None, found)
 
 
 def _properties(properties) -> list[dict]:
