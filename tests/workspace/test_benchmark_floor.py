@@ -1,7 +1,8 @@
-"""The benchmark's floor (benchmarks/floor.py) serves the same dashboards page as the service, byte for byte in
-content: if the list's shape changes, the floor must follow, or `make bench` compares different work. The query
-rows' floors (benchmarks/queries.py) run the statements the query layer runs, and set a dashboard beside the same
-dashboard without its results."""
+"""The benchmark's floors. An endpoint's floor (benchmarks/floor.py) replays the SQL statements its request ran,
+captured in process (benchmarks/capture.py): the replay must run them all and return what they returned, and a
+write's replay must run again and again, each time with ids of its own. The query rows' floors
+(benchmarks/queries.py) run the statements the query layer runs, and set a dashboard beside the same dashboard
+without its results."""
 
 import datetime as dt
 import io
@@ -12,29 +13,22 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from benchmarks import floor, queries
-from dashboards.models import Dashboard, Insight, RestrictionLevel
-from organizations.models import Membership
+from benchmarks.capture import capture
+from dashboards.models import Dashboard, Insight
+from organizations.models import Invite, Membership
 from pipelines.query.runner import run_query
 from tests import live
-from tests.dashboards.factories import DashboardCollaboratorFactory, DashboardFactory, SharingConfigurationFactory
+from tests.dashboards.factories import DashboardFactory, DashboardTileFactory, InsightFactory
 from tests.organizations.factories import MembershipFactory, ProjectFactory
 from tests.pipelines.factories import EventFactory
 from tests.workspace.factories import UserFactory
+from workspace.models import ActivityLog
 
 pytestmark = pytest.mark.requires_postgres
 
 
-def call_floor(path: str, query: str, key: str | None) -> tuple[str, dict]:
-    environ = {
-        "REQUEST_METHOD": "GET",
-        "PATH_INFO": path,
-        "QUERY_STRING": query,
-        "HTTP_HOST": "testserver",
-        "wsgi.url_scheme": "http",
-        "wsgi.input": io.BytesIO(),
-    }
-    if key:
-        environ["HTTP_AUTHORIZATION"] = f"Bearer {key}"
+def call_floor(path: str) -> tuple[str, object]:
+    environ = {"REQUEST_METHOD": "GET", "PATH_INFO": path, "QUERY_STRING": "", "wsgi.input": io.BytesIO()}
     answer = {}
 
     def start_response(status, headers):
@@ -45,43 +39,80 @@ def call_floor(path: str, query: str, key: str | None) -> tuple[str, dict]:
 
 
 @pytest.fixture
-def floor_database(transactional_db, monkeypatch):
+def replays(transactional_db, monkeypatch, tmp_path):
+    """replays(*captured) serves those captures at /replay/0, /replay/1, ... as `make bench` serves them."""
     monkeypatch.setenv("FLOOR_DATABASE_URL", live.test_database_url())
     monkeypatch.setattr(floor, "_local", type(floor._local)())
-    yield
+
+    def serve(*captured):
+        path = tmp_path / "floor-statements.json"
+        path.write_text(json.dumps([one.replay() for one in captured]))
+        monkeypatch.setattr(floor, "REPLAYS", floor.load(str(path)))
+
+    yield serve
     connection = getattr(floor._local, "connection", None)
     if connection is not None:
         connection.close()
 
 
-def test_the_floor_serves_the_services_dashboards_page(floor_database, alice, bob, project, other_project, issue_key):
-    restricted = DashboardFactory(project=project, name="b restricted", created_by=bob, tags=["z", "a"])
-    restricted.restriction_level = RestrictionLevel.ONLY_COLLABORATORS_CAN_EDIT
-    restricted.save()
-    DashboardCollaboratorFactory(dashboard=restricted, user=alice)
-    SharingConfigurationFactory(dashboard=DashboardFactory(project=project, name="c shared"), enabled=True)
-    DashboardFactory(project=project, name="d pinned", pinned=True, created_by=None)
-    DashboardFactory(project=project, name="a deleted", deleted=True)
-    DashboardFactory(project=project, name="e", tags=["one"])
-    DashboardFactory(project=other_project, name="another tenant's")
-    path = f"/api/projects/{project.pk}/dashboards/"
-
-    for user in (alice, bob):  # an owner, and a member whose rights depend on the restriction
-        key = issue_key(user, "dashboard:read")
-        for query in ("limit=2", "limit=2&offset=1", "limit=2&offset=3", "limit=100"):
-            client = APIClient()
-            client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
-            service = client.get(f"{path}?{query}")
-            assert service.status_code == 200
-            status, page = call_floor(path, query, key)
-            assert status == "200 OK"
-            assert page == service.json(), (user, query)
-    assert [row["name"] for row in page["results"]] == ["d pinned", "b restricted", "c shared", "e"]
+@pytest.fixture
+def client(alice, issue_key):
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {issue_key(alice, '*')}")
+    return client
 
 
-def test_the_floor_refuses_a_missing_or_unknown_key(floor_database, project):
-    assert call_floor(f"/api/projects/{project.pk}/dashboards/", "", None)[0] == "401 Unauthorized"
-    assert call_floor("/auth/", "", "phx_unknown")[0] == "401 Unauthorized"
+def test_a_lists_floor_runs_the_statements_its_request_ran(replays, client, project, alice):
+    for number in range(3):
+        dashboard = DashboardFactory(project=project, name=f"d{number}", created_by=alice, tags=["a", "b"])
+        DashboardTileFactory(dashboard=dashboard, insight=InsightFactory(project=project))
+    path = f"/api/projects/{project.pk}/dashboards/?limit=100"
+    client.get(path)  # the unmeasured request, as the bench sends one first
+    captured = capture(client, "GET", path)
+    replays(captured)
+
+    status, rows = call_floor("/replay/0")
+
+    assert captured.status == 200 and captured.writes == 0
+    assert status == "200 OK"
+    assert len(rows) == len(captured.statements)  # every statement a SELECT, each answered
+    read = json.dumps(rows)
+    assert all(f'"d{number}"' in read for number in range(3))  # the page's dashboards are among what it read
+
+
+def test_a_writes_floor_runs_again_with_ids_of_its_own(replays, client, organization, alice):
+    path = f"/api/organizations/{organization.pk}/invites/"
+    client.post(path, data={"target_email": "first@example.com", "level": 1}, format="json")
+    captured = capture(client, "POST", path, json.dumps({"target_email": "second@example.com", "level": 1}))
+    replays(captured)
+    invites, entries = Invite.objects.count(), ActivityLog.objects.count()
+
+    # The invite's id and its activity entry's uuid were made for the request: each replay makes its own.
+    assert captured.status == 201 and captured.writes >= 2
+    made = Invite.objects.get(target_email="second@example.com").pk
+    assert made.hex in captured.minted
+    seen = {made}
+    for _ in range(2):
+        assert call_floor("/replay/0")[0] == "200 OK"
+        # As the service does, the replay replaces the pending invite to the same address: by one with a new id.
+        again = Invite.objects.get(target_email="second@example.com").pk
+        assert again not in seen
+        seen.add(again)
+    assert Invite.objects.count() == invites
+    assert ActivityLog.objects.count() - entries == 2
+    assert ActivityLog.objects.filter(item_id=str(again)).count() == 1  # the entry names the invite it made
+
+
+def test_a_replay_that_fails_answers_500_and_leaves_no_transaction_open(replays, client, project):
+    path = f"/api/projects/{project.pk}/dashboards/?limit=100"
+    captured = capture(client, "GET", path)
+    captured.statements = ["BEGIN", "SELECT 1", "SELECT * FROM no_such_table", "COMMIT"]
+    replays(captured, capture(client, "GET", path))
+
+    status, answer = call_floor("/replay/0")
+    assert status == "500 Internal Server Error" and "no_such_table" in answer["detail"]
+    assert call_floor("/replay/1")[0] == "200 OK"  # the kept connection is usable again
+    assert call_floor("/replay/2")[0] == "404 Not Found"
 
 
 # --- the query layer's rows (benchmarks/queries.py) ----------------------------------------------------------------
