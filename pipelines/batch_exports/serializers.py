@@ -11,6 +11,7 @@ from pipelines.batch_exports.destinations import URL_PATTERN, config_errors, pub
 from pipelines.batch_exports.exporters.base import DestinationError
 from pipelines.batch_exports.exporters.safety import check_destination_url
 from pipelines.batch_exports.models import BatchExport, BatchExportBackfill, BatchExportRun, BatchExportRunLog
+from pipelines.batch_exports.secrets import without_secrets
 from pipelines.query.errors import QueryError
 from pipelines.query.exports import compile_export
 from workspace.api.fields import StrictBooleanField, StrictCharField
@@ -61,6 +62,12 @@ class LatestRunsSerializer(serializers.ListSerializer):
 @extend_schema_field(OpenApiTypes.OBJECT)
 class DestinationConfigField(serializers.JSONField):
     """The destination config as stored, minus its secrets when it is shown."""
+
+    def get_attribute(self, instance):
+        if isinstance(instance, BatchExport):
+            # Read without decrypting the secrets that are not shown (pipelines.batch_exports.secrets).
+            return without_secrets(instance, self.source)
+        return super().get_attribute(instance)
 
     def to_representation(self, value):
         return public_config(value)

@@ -197,8 +197,9 @@ class TestRotation:
         BatchExportFactory(project=project, destination_type="NoOp", destination_config={})
 
         settings.SECRETS_ENCRYPTION_KEYS = [new]
+        unreadable = BatchExport.objects.get(pk=exports[0].pk)  # the row reads; its secrets open when first used
         with pytest.raises(ImproperlyConfigured, match="SECRETS_ENCRYPTION_KEYS"):
-            BatchExport.objects.get(pk=exports[0].pk)
+            unreadable.destination_config  # noqa: B018
 
         settings.SECRETS_ENCRYPTION_KEYS = [new, old]
         assert self.rotate("--batch-size", "2") == "Rewrote the secrets of 3 batch export(s).\n"
