@@ -2,7 +2,9 @@
 whose answers never show a secret, decrypts none (pipelines.batch_exports.secrets opens a row's secrets the first time
 its config is read)."""
 
+import copy
 import json
+import pickle
 
 import pytest
 from cryptography.fernet import MultiFernet
@@ -92,6 +94,16 @@ def test_a_config_read_from_the_database_is_plaintext_when_read(exports, decrypt
     assert export.destination_config is export.destination_config  # opened once, then kept
     assert webhook_secret(export) == WEBHOOK_SECRET  # what signs a notification
     assert len(decrypted) == 2
+
+
+def test_a_read_row_pickles_and_copies_with_its_secrets_sealed(exports, decrypted):
+    export = BatchExport.objects.get(pk=exports[2].pk)
+
+    pickled = pickle.dumps(export)
+    copied = copy.deepcopy(export)
+
+    assert HTTP["token"].encode() not in pickled and decrypted == []
+    assert pickle.loads(pickled).destination_config == copied.destination_config == HTTP
 
 
 def test_a_write_through_the_api_opens_the_secrets_it_records_the_digest_of(key_client, project, exports, decrypted):
