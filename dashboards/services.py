@@ -291,7 +291,9 @@ def dashboard_create(
     return dashboard
 
 
-@transaction.atomic
+# Its own transaction when called alone; inside a request's (or an admin action's), that one, without a savepoint of
+# its own: an error in it leaves the enclosing transaction able only to roll back, which is what both do with one.
+@transaction.atomic(savepoint=False)
 def dashboard_update(
     *,
     actor,
@@ -333,7 +335,7 @@ def _tile_error(message: str) -> ValidationError:
     return ValidationError({"tiles": ValidationError(message, code="invalid_input")})
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)  # as dashboard_update, which it serves
 def dashboard_change_tiles(*, actor, dashboard: Dashboard, changes: list[dict]) -> None:
     """Apply the items of a `tiles` list in order. An item with `id` names a tile the dashboard shows: it sets its
     `layouts` and `color`, its text's `body` (text tiles only), or removes it with `deleted: true`. An item without
