@@ -1,4 +1,5 @@
-"""The lists and the details run a fixed number of queries, however many dashboards, insights, tags or tiles."""
+"""The lists, the details and a dashboard PATCH run a fixed number of queries, however many dashboards, insights,
+tags or tiles."""
 
 import pytest
 
@@ -8,6 +9,7 @@ from tests.dashboards.factories import (
     DashboardTileFactory,
     InsightFactory,
 )
+from workspace.models import ActivityLog
 
 
 @pytest.fixture
@@ -88,3 +90,54 @@ def test_insight_retrieve_query_count_is_flat(warm_client, project, alice, count
 
     assert response.status_code == 200
     assert len(response.json()["dashboards"]) == count
+
+
+@pytest.mark.parametrize("count", [1, 30])
+def test_patch_reads_what_it_needs_once(key_client, project, alice, count, django_assert_num_queries):
+    dashboard = DashboardFactory(project=project, created_by=alice, tags=["a", "b"])
+    elsewhere = DashboardFactory(project=project, created_by=alice)
+    for _ in range(count):
+        tile = DashboardTileFactory(dashboard=dashboard, insight__tags=["x", "y"])
+        DashboardTileFactory(dashboard=elsewhere, insight=tile.insight)
+        DashboardTileFactory(dashboard=dashboard, text_tile=True)
+    client = key_client("dashboard:write")
+    url = f"/api/projects/{project.pk}/dashboards/{dashboard.pk}/"
+    assert client.patch(url, {"description": "warm"}, format="json").status_code == 200  # the key's first use too
+
+    # 1. the request's transaction opens (a SAVEPOINT in a test, BEGIN otherwise), 2. key lookup (+user), 3. the
+    # project with the caller's membership, 4. the dashboard under its row lock (FOR UPDATE OF it, on PostgreSQL;
+    # +creator join, is_shared and caller-is-collaborator subqueries), 5. its tags, 6. its shown tiles (+insight,
+    # text and their users joined), 7. the insights' tags, 8. the insights' dashboards, 9. the UPDATE of its
+    # description (no savepoint of the service's own), 10. its row read again, 11. the insights' dashboards read
+    # again (they join the dashboards table, which the UPDATE wrote; the tags, tiles and insights' tags read under the
+    # lock are kept), 12. the activity entry, 13. the transaction ends (RELEASE SAVEPOINT in a test, COMMIT otherwise)
+    with django_assert_num_queries(13):
+        response = client.patch(url, {"description": "changed"}, format="json")
+
+    assert response.status_code == 200
+    read = client.get(url)
+    assert response.content == read.content
+    assert response["ETag"] == read["ETag"]
+    entries = ActivityLog.objects.filter(scope="Dashboard", item_id=str(dashboard.pk), activity="updated")
+    assert [(entry.detail["before"], entry.detail["after"]) for entry in entries.order_by("id")] == [
+        ({"description": ""}, {"description": "warm"}),
+        ({"description": "warm"}, {"description": "changed"}),
+    ]
+
+
+def test_patch_that_changes_nothing_reads_only_the_dashboard(key_client, project, alice, django_assert_num_queries):
+    dashboard = DashboardFactory(project=project, created_by=alice, description="same", tags=["a"])
+    DashboardTileFactory(dashboard=dashboard, insight__tags=["x"])
+    client = key_client("dashboard:write")
+    url = f"/api/projects/{project.pk}/dashboards/{dashboard.pk}/"
+    assert client.get(url).status_code == 200  # the key's first use
+
+    # 1. the transaction opens, 2. key lookup (+user), 3. the project with the caller's membership, 4. the dashboard
+    # under its row lock, 5. its tags, 6. its shown tiles, 7. the insights' tags, 8. the insights' dashboards, 9. the
+    # transaction ends: no service call, no second read, no activity entry
+    with django_assert_num_queries(9):
+        response = client.patch(url, {"description": "same"}, format="json")
+
+    assert response.status_code == 200
+    assert response.content == client.get(url).content
+    assert not ActivityLog.objects.filter(scope="Dashboard", item_id=str(dashboard.pk)).exists()
