@@ -3,6 +3,8 @@ row always, a related read only when a table it depends on was written, and the 
 lock out of the change's reach. Here: what counts as written, which reads each write sends back to the database, and
 that the schema changes no row but through a statement naming its table."""
 
+import re
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -126,6 +128,35 @@ def test_no_row_changes_but_through_a_statement_naming_its_table(db):
     assert triggers == []
     assert rules == []
     assert acting_keys == []
+
+
+ROOT = Path(__file__).resolve().parents[2]
+APPS = ("apikeys", "dashboards", "organizations", "pipelines", "workspace")
+# Statements sent through the driver's own cursor or connection, where no execute wrapper sees them.
+AROUND_DJANGOS_CURSOR = re.compile(
+    r"\.callproc\(|\.copy\(\s*f?[\"']COPY|copy_expert\(|copy_from\(|connection\.connection\b"
+)
+ALLOWED = {
+    # COPY into a destination's own database, through a connection of the exporter's.
+    "pipelines/batch_exports/exporters/postgres.py",
+    # The SQLite dialect's read-only guard: registers a function and a progress handler on the driver's connection,
+    # and sends its statements through Django's cursor.
+    "pipelines/query/dialects.py",
+}
+
+
+def test_no_statement_to_this_database_goes_around_djangos_cursor():
+    """TablesWritten sees the statements sent through Django's cursors; one sent through the driver's (a COPY, a
+    stored procedure) would write tables it cannot see."""
+    found = [
+        f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+        for app in APPS
+        for path in sorted((ROOT / app).rglob("*.py"))
+        if str(path.relative_to(ROOT)) not in ALLOWED
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if AROUND_DJANGOS_CURSOR.search(line)
+    ]
+    assert found == []
 
 
 @pytest.fixture

@@ -58,8 +58,10 @@ class TablesWritten:
     """While entered, the tables written by the statements this thread sends on any of its connections, seen as they
     go (Django's execute wrappers): an INSERT, UPDATE or DELETE writes the table it names, a read or a savepoint
     none, and any other statement (a data-modifying WITH, DDL, raw SQL of another shape) counts as writing every
-    table. The schema has no trigger and no cascade of the database's own (tests/workspace/test_write_path_reads.py
-    checks), so a row changes only through a statement that names its table."""
+    table. The schema has no trigger, rule or foreign key acting by itself, and no code sends statements to this
+    database through the driver's own cursor (a COPY, a stored procedure), which no wrapper would see: so a row
+    changes only through a statement seen here naming its table (tests/workspace/test_write_path_reads.py checks
+    both)."""
 
     def __init__(self):
         self.tables: set[str] = set()
