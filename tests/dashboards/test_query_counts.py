@@ -93,7 +93,7 @@ def test_insight_retrieve_query_count_is_flat(warm_client, project, alice, count
 
 
 @pytest.mark.parametrize("count", [1, 30])
-def test_patch_reads_what_it_needs_once(key_client, project, alice, count, django_assert_num_queries):
+def test_patch_query_count_is_flat(key_client, project, alice, count, django_assert_num_queries):
     dashboard = DashboardFactory(project=project, created_by=alice, tags=["a", "b"])
     elsewhere = DashboardFactory(project=project, created_by=alice)
     for _ in range(count):
@@ -104,14 +104,12 @@ def test_patch_reads_what_it_needs_once(key_client, project, alice, count, djang
     url = f"/api/projects/{project.pk}/dashboards/{dashboard.pk}/"
     assert client.patch(url, {"description": "warm"}, format="json").status_code == 200  # the key's first use too
 
-    # 1. the request's transaction opens (a SAVEPOINT in a test, BEGIN otherwise), 2. key lookup (+user), 3. the
-    # project with the caller's membership, 4. the dashboard under its row lock (FOR UPDATE OF it, on PostgreSQL;
-    # +creator join, is_shared and caller-is-collaborator subqueries), 5. its tags, 6. its shown tiles (+insight,
-    # text and their users joined), 7. the insights' tags, 8. the insights' dashboards, 9. the UPDATE of its
-    # description (no savepoint of the service's own), 10. its row read again, 11. the insights' dashboards read
-    # again (they join the dashboards table, which the UPDATE wrote; the tags, tiles and insights' tags read under the
-    # lock are kept), 12. the activity entry, 13. the transaction ends (RELEASE SAVEPOINT in a test, COMMIT otherwise)
-    with django_assert_num_queries(13):
+    # 1. the request's transaction opens (a SAVEPOINT in a test, BEGIN otherwise), 2. the key (+user), 3. the project
+    # with the caller's membership, 4. the dashboard under its row lock, 5. its tags, 6. its shown tiles (+insight,
+    # text and their users), 7. the insights' tags, 8. the insights' dashboards, 9. the UPDATE (the service joins the
+    # request's transaction, no savepoint of its own), 10-14. the representation read again (row, tags, tiles,
+    # insights' tags, insights' dashboards), 15. the activity entry, 16. the transaction ends
+    with django_assert_num_queries(16):
         response = client.patch(url, {"description": "changed"}, format="json")
 
     assert response.status_code == 200
@@ -132,9 +130,8 @@ def test_patch_that_changes_nothing_reads_only_the_dashboard(key_client, project
     url = f"/api/projects/{project.pk}/dashboards/{dashboard.pk}/"
     assert client.get(url).status_code == 200  # the key's first use
 
-    # 1. the transaction opens, 2. key lookup (+user), 3. the project with the caller's membership, 4. the dashboard
-    # under its row lock, 5. its tags, 6. its shown tiles, 7. the insights' tags, 8. the insights' dashboards, 9. the
-    # transaction ends: no service call, no second read, no activity entry
+    # 1. the transaction opens, 2. the key, 3. the project, 4. the dashboard under its row lock, 5-8. its tags, tiles,
+    # insights' tags and dashboards, 9. the transaction ends: no service call, no second read, no activity entry
     with django_assert_num_queries(9):
         response = client.patch(url, {"description": "same"}, format="json")
 

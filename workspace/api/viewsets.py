@@ -5,24 +5,13 @@ lock (`SELECT ... FOR UPDATE`), checks `If-Match`, hands only the fields that ch
 (which calls the app's service), records exactly one activity entry when the representation changed, and
 answers with the new representation and its `ETag`. Views never lock, snapshot or log by hand.
 
-The answer to a change is read once more, as far as the change can have altered it: the row always (what the
-database made of the values, and its annotations), and of the related rows read with it under the lock only those
-a table the change wrote decides (`TablesWritten`, `read_again`); the others were read in this transaction, after
-the lock, and nothing the change did reached them, in the database or in memory (they are taken off the object
-before the change runs).
-
 This module knows no app: who may see what, and where activity is recorded, come from the subclasses in
 `organizations/tenancy.py`.
 """
 
-import re
 from collections.abc import Callable
-from contextlib import ExitStack
 
-from django.core.exceptions import EmptyResultSet, FieldDoesNotExist
-from django.db import connections, models, transaction
-from django.db.models import Prefetch, prefetch_related_objects
-from django.db.models.constants import LOOKUP_SEP
+from django.db import models, transaction
 from django.template.response import SimpleTemplateResponse
 from rest_framework import mixins, status, viewsets
 from rest_framework.generics import get_object_or_404
@@ -44,211 +33,6 @@ def changed_fields(instance, data: dict) -> dict:
         if current is _MISSING or current != value:
             changes[name] = value
     return changes
-
-
-# The table an INSERT, UPDATE or DELETE writes, named as Django names it (a name followed by anything but a space or a
-# parenthesis, such as a schema's, is no match).
-_WRITE = re.compile(r'\s*(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+"?(\w+)"?(?=[\s(])', re.IGNORECASE)
-# Statements that change no row: reads (row locks included) and savepoints.
-_NO_WRITE = re.compile(r"\s*(?:SELECT|SAVEPOINT|RELEASE\s+SAVEPOINT|ROLLBACK\s+TO\s+SAVEPOINT)\b", re.IGNORECASE)
-_WORD = re.compile(r"\w+")
-
-
-class TablesWritten:
-    """While entered, the tables written by the statements this thread sends on any of its connections, seen as they
-    go (Django's execute wrappers): an INSERT, UPDATE or DELETE writes the table it names, a read or a savepoint
-    none, and any other statement (a data-modifying WITH, DDL, raw SQL of another shape) counts as writing every
-    table. The schema has no trigger, rule or foreign key acting by itself, and no code sends statements to this
-    database through the driver's own cursor (a COPY, a stored procedure), which no wrapper would see: so a row
-    changes only through a statement seen here naming its table (tests/workspace/test_write_path_reads.py checks
-    both)."""
-
-    def __init__(self):
-        self.tables: set[str] = set()
-        self.every_table = False
-        self._wrappers = ExitStack()
-
-    def __enter__(self):
-        for connection in connections.all():
-            self._wrappers.enter_context(connection.execute_wrapper(self))
-        return self
-
-    def __exit__(self, *exc_info):
-        return self._wrappers.__exit__(*exc_info)
-
-    def __call__(self, execute, sql, params, many, context):
-        written = _WRITE.match(sql) if isinstance(sql, str) else None
-        if written is not None:
-            self.tables.add(written[1].lower())
-        elif not (isinstance(sql, str) and _NO_WRITE.match(sql)):
-            self.every_table = True
-        return execute(sql, params, many, context)
-
-    def __bool__(self) -> bool:
-        """Whether anything was written."""
-        return self.every_table or bool(self.tables)
-
-    def decides(self, model: type[models.Model], lookup) -> bool:
-        """Whether a written table may decide what a prefetch lookup of `model` attaches (yes, when which tables do
-        is not known, unless nothing was written)."""
-        if not self:
-            return False
-        tables = None if self.every_table else _lookup_tables(model, lookup)
-        return tables is None or not self.tables.isdisjoint(tables)
-
-
-def _tables_read(queryset: models.QuerySet) -> frozenset[str]:
-    """Every word of the queryset's SQL: the tables it reads (quoted or not, joined or in a subquery) among them."""
-    try:
-        sql, _ = queryset.query.sql_with_params()
-    except EmptyResultSet:  # a query that can match no row reads none
-        return frozenset()
-    return frozenset(word.lower() for word in _WORD.findall(sql))
-
-
-def _path_tables(model: type[models.Model], path: str) -> tuple[frozenset[str], type[models.Model]] | None:
-    """The tables that decide which rows a prefetch along `path` (`a__b`) gives each object of `model`, and the model
-    it ends on: a foreign key's table (its column) and its target's, a reverse relation's table, a many-to-many's and
-    its through table's; None for a step that is no such relation (a generic foreign key, a property)."""
-    tables = set()
-    for name in path.split(LOOKUP_SEP):
-        try:
-            field = model._meta.get_field(name)
-        except FieldDoesNotExist:
-            return None
-        related = field.related_model if field.is_relation else None
-        if related is None or isinstance(related, str):
-            return None
-        if field.many_to_many:
-            through = getattr(field, "through", None) or field.remote_field.through
-            tables.add(through._meta.db_table)
-        elif field.concrete and (field.many_to_one or field.one_to_one):
-            tables.add(model._meta.db_table)
-        elif not (field.one_to_many or field.one_to_one):
-            return None
-        tables.add(related._meta.db_table)
-        model = related
-    return frozenset(table.lower() for table in tables), model
-
-
-def _attaches(lookup) -> bool:
-    """Whether a prefetch lookup puts its rows in an attribute of their object (a `Prefetch` with `to_attr`), where
-    they can be taken off and put back; a string lookup, or one without `to_attr`, fills a related manager's cache."""
-    return isinstance(lookup, Prefetch) and bool(lookup.to_attr)
-
-
-def _lookup_tables(model: type[models.Model], lookup) -> frozenset[str] | None:
-    """The tables that decide what a prefetch lookup of `model` attaches: its path's and those its queryset reads;
-    None when not known."""
-    if not _attaches(lookup):
-        return None
-    path = _path_tables(model, lookup.prefetch_through)
-    if path is None:
-        return None
-    tables, end = path
-    queryset = lookup.queryset if lookup.queryset is not None else end._default_manager.all()
-    return tables | _tables_read(queryset)
-
-
-class _ReadAgain(Exception):  # noqa: N818 - not an error: rows kept from before a change cannot be vouched for
-    pass
-
-
-def _holders(objects: list, lookup: Prefetch) -> list:
-    """The objects a nested lookup's rows hang on: `objects` themselves, or the related objects its path goes
-    through first, each one already read (a foreign key joined or prefetched); anything else cannot be told."""
-    model = type(objects[0]) if objects else None
-    holders = objects
-    for name in lookup.prefetch_through.split(LOOKUP_SEP)[:-1]:
-        try:
-            field = model._meta.get_field(name)
-        except FieldDoesNotExist:
-            raise _ReadAgain from None
-        if not (field.concrete and (field.many_to_one or field.one_to_one)):
-            raise _ReadAgain
-        reached = []
-        for holder in holders:
-            if field.is_cached(holder):
-                related = field.get_cached_value(holder)
-            elif getattr(holder, field.attname) is None:
-                related = None
-            else:
-                raise _ReadAgain
-            if related is not None:
-                reached.append(related)
-        holders, model = reached, field.related_model
-    return holders
-
-
-def _rows(value) -> list:
-    """A prefetch's result as a list: its rows, or the one row of a single relation."""
-    if isinstance(value, list):
-        return value
-    return [] if value is None else [value]
-
-
-def _refresh(objects: list, queryset: models.QuerySet | None, written: TablesWritten) -> None:
-    """On rows kept from before a change, read again each nested lookup of `queryset` (the one that read them) that a
-    written table decides, and look the same way inside the rows of those kept. _ReadAgain when a lookup's rows
-    cannot be told apart (the caller then reads the whole relation again)."""
-    if queryset is None or not objects:
-        return
-    for lookup in queryset._prefetch_related_lookups:
-        if not _attaches(lookup):
-            raise _ReadAgain
-        holders = _holders(objects, lookup)
-        if any(lookup.to_attr not in holder.__dict__ for holder in holders):
-            raise _ReadAgain  # not read with them: no rows to keep
-        if written.decides(queryset.model, lookup):
-            for holder in holders:
-                del holder.__dict__[lookup.to_attr]
-            prefetch_related_objects(objects, lookup)
-        else:
-            kept = [row for holder in holders for row in _rows(holder.__dict__[lookup.to_attr])]
-            _refresh(kept, lookup.queryset, written)
-
-
-def _detachable(queryset: models.QuerySet) -> list[Prefetch]:
-    """The lookups of `queryset` whose rows hang on an attribute of the object itself."""
-    return [
-        lookup
-        for lookup in queryset._prefetch_related_lookups
-        if _attaches(lookup) and LOOKUP_SEP not in lookup.prefetch_through
-    ]
-
-
-def detach_related(instance: models.Model, queryset: models.QuerySet) -> dict:
-    """Take off `instance` the related rows `queryset` (the read that gave it) attached to it, so that a change given
-    the instance cannot reach them; `read_again` puts back those the change left as they were."""
-    return {
-        lookup.to_attr: instance.__dict__.pop(lookup.to_attr)
-        for lookup in _detachable(queryset)
-        if lookup.to_attr in instance.__dict__
-    }
-
-
-def read_again(queryset: models.QuerySet, pk, detached: dict, written: TablesWritten) -> models.Model:
-    """The object `pk` after a change, read through `queryset` (a fresh `read_queryset()`): its row (with its joins
-    and annotations) read again; each related relation read again if a table the change wrote decides it, else the
-    rows `detach_related` took before the change put back, with those of their own relations that a written table
-    decides read again."""
-    row = queryset.prefetch_related(None).get(pk=pk)
-    detachable = _detachable(queryset)
-    again = []
-    for lookup in queryset._prefetch_related_lookups:
-        if lookup not in detachable or lookup.to_attr not in detached or written.decides(queryset.model, lookup):
-            again.append(lookup)
-            continue
-        rows = detached[lookup.to_attr]
-        try:
-            _refresh(_rows(rows), lookup.queryset, written)
-        except _ReadAgain:
-            again.append(lookup)
-            continue
-        row.__dict__[lookup.to_attr] = rows
-    if again:
-        prefetch_related_objects([row], *again)
-    return row
 
 
 class BaseViewSet(viewsets.GenericViewSet):
@@ -347,8 +131,6 @@ class BaseViewSet(viewsets.GenericViewSet):
         lookup_url_kwarg = self.lookup_url_kwarg or self.lookup_field
         value = self.lookup_value(self.kwargs[lookup_url_kwarg])
         instance = get_object_or_404(queryset, **{self.lookup_field: value})
-        if self.is_write:
-            self._locked = instance  # its related rows were read in this transaction, after the lock
         self.check_object_permissions(self.request, instance)
         if self.request.method not in SAFE_METHODS and "If-Match" in self.request.headers:
             check_if_match(self.request, etag_for(self.etag_state(self.represent(instance))))
@@ -444,16 +226,8 @@ class BaseViewSet(viewsets.GenericViewSet):
         one entry if the representation changed. `change` may return the changed instance; other results are
         ignored."""
         before = self.activity_state(instance, self.represent(instance))
-        queryset = self.read_queryset()
-        locked = instance is getattr(self, "_locked", None)
-        detached = detach_related(instance, queryset) if locked else {}
-        with TablesWritten() as written:
-            result = change(instance)
-        changed = result if isinstance(result, models.Model) else instance
-        if locked and type(changed) is type(instance) and changed.pk == instance.pk:
-            instance = read_again(queryset, changed.pk, detached, written)
-        else:
-            instance = self.refetch(changed)
+        result = change(instance)
+        instance = self.refetch(result if isinstance(result, models.Model) else instance)
         after = self.represent(instance)
         self.record_change(instance, activity, before=before, after=self.activity_state(instance, after))
         return self.object_response(data=after)
