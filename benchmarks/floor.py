@@ -14,9 +14,9 @@ TimeZone UTC). No Django, no middleware, no serializers: the database driver and
 with the service, so an endpoint's ratio to its floor is what the service adds to the database's own work.
 
 A write's statements insert rows whose ids the service minted for that request (an activity entry's uuid, an
-invite's id); run again, the same ids would collide. Each replay lists those values (`minted`: the UUIDs that first
-appear in an INSERT, as 32 hex digits), and every run of it replaces them with new ones, consistently across its
-statements and in either spelling (with or without hyphens).
+invite's id); run again, the same ids would collide. Each replay lists those values (`minted`: the UUIDs its INSERTs
+put in a primary key or unique column, as 32 hex digits, benchmarks/capture.py), and every run of it replaces them
+with new ones, consistently across its statements and in either spelling (with or without hyphens).
 """
 
 import os
@@ -29,8 +29,9 @@ import orjson
 import psycopg
 from psycopg.types.string import TextLoader
 
+from benchmarks.capture import UUID
+
 REPLAY = re.compile(r"^/replay/(\d+)/?$")
-UUID = re.compile(r"\b[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}\b")
 
 
 def load(path: str) -> list[tuple[list[str], frozenset[str]]]:

@@ -36,14 +36,21 @@ def test_list_query_count_is_flat(warm_client, project, alice, bob, count, djang
     assert all(len(item["tags"]) == 2 for item in response.json()["results"])
 
 
-@pytest.mark.parametrize("count", [1, 30])
-def test_retrieve_query_count_is_flat(warm_client, project, alice, count, django_assert_num_queries):
+def dashboard_with_tiles(project, alice, count: int):
+    """A tagged dashboard with `count` insight tiles and as many text tiles, and the other dashboard its tagged
+    insights are on too."""
     dashboard = DashboardFactory(project=project, created_by=alice, tags=["a", "b"])
     elsewhere = DashboardFactory(project=project, created_by=alice)
     for _ in range(count):
         tile = DashboardTileFactory(dashboard=dashboard, insight__tags=["x", "y"])
         DashboardTileFactory(dashboard=elsewhere, insight=tile.insight)
         DashboardTileFactory(dashboard=dashboard, text_tile=True)
+    return dashboard, elsewhere
+
+
+@pytest.mark.parametrize("count", [1, 30])
+def test_retrieve_query_count_is_flat(warm_client, project, alice, count, django_assert_num_queries):
+    dashboard, elsewhere = dashboard_with_tiles(project, alice, count)
 
     # 1. key lookup (+user), 2. the project with the caller's membership, 3. the dashboard (+creator join; is_shared
     # and caller-is-collaborator subqueries), 4. its tags, 5. its shown tiles (+insight, text and their users
@@ -94,12 +101,7 @@ def test_insight_retrieve_query_count_is_flat(warm_client, project, alice, count
 
 @pytest.mark.parametrize("count", [1, 30])
 def test_patch_query_count_is_flat(key_client, project, alice, count, django_assert_num_queries):
-    dashboard = DashboardFactory(project=project, created_by=alice, tags=["a", "b"])
-    elsewhere = DashboardFactory(project=project, created_by=alice)
-    for _ in range(count):
-        tile = DashboardTileFactory(dashboard=dashboard, insight__tags=["x", "y"])
-        DashboardTileFactory(dashboard=elsewhere, insight=tile.insight)
-        DashboardTileFactory(dashboard=dashboard, text_tile=True)
+    dashboard, _ = dashboard_with_tiles(project, alice, count)
     client = key_client("dashboard:write")
     url = f"/api/projects/{project.pk}/dashboards/{dashboard.pk}/"
     assert client.patch(url, {"description": "warm"}, format="json").status_code == 200  # the key's first use too
