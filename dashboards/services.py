@@ -448,9 +448,9 @@ def dashboard_reorder_tiles(*, actor, dashboard: Dashboard, tile_order: list[int
     DashboardTile.objects.bulk_update(moved, ["order"])
 
 
-# What a revert restores: a dashboard's content. Who may edit it (its restriction) and whether it is deleted are
-# decisions of their own, changed only by name.
-RESTORED_FIELDS = ("name", "description", "pinned", "filters")
+# What a revert leaves as it is: what a duplicate never takes (the row's identity, history and deletion), and who may
+# edit the dashboard (its restriction), a decision of its own changed only by name. Every other field is content.
+NOT_RESTORED = NOT_DUPLICATED | {"restriction_level"}
 
 
 @transaction.atomic
@@ -458,7 +458,11 @@ def dashboard_restore(*, actor, dashboard: Dashboard, state: dict) -> Dashboard:
     """Make the dashboard's content what `state` (its representation at some version) shows: its fields, tags and
     tiles, with their layouts, colours, order and texts' bodies."""
     fields = {
-        name: state[name] for name in RESTORED_FIELDS if name in state and getattr(dashboard, name) != state[name]
+        field.name: state[field.name]
+        for field in Dashboard._meta.concrete_fields
+        if field.name not in NOT_RESTORED
+        and field.name in state
+        and getattr(dashboard, field.name) != state[field.name]
     }
     dashboard_update(actor=actor, dashboard=dashboard, tags=state.get("tags"), **fields)
     if "tiles" in state:

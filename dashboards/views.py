@@ -346,8 +346,8 @@ class DashboardViewSet(
     @extend_schema(parameters=[PROJECT_ID], request=RevertToVersionSerializer, responses=DashboardSerializer)
     @action(detail=True, methods=["post"], required_scopes=["dashboard:write"])
     def revert_to_version(self, request, *args, **kwargs):
-        """Make the dashboard what it was once a version was made: name, description, pinned, filters, tags and
-        tiles (with their layouts, colours, order and texts); its restriction stays. One new change."""
+        """Make the dashboard what it was once a version was made: its fields, tags and tiles (with their layouts,
+        colours, order and texts); its restriction and deletion stay. One new change."""
         dashboard = self.get_object()
         serializer = RevertToVersionSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)

@@ -134,12 +134,6 @@ def test_a_revert_answers_with_the_field(client, project, created):
     assert "color" in reverted
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="dashboards/services.py RESTORED_FIELDS lists what a revert restores by name: a new field of a "
-    "dashboard's content is not restored until it is added there too",
-)
 def test_a_revert_restores_the_field(client, project, created):
     assert revert_to_creation(client, project, created)["color"] == "crimson"
 
