@@ -223,7 +223,9 @@ def invite_create(*, actor, organization: Organization, target_email: str, **fie
     )[0]
 
 
-@transaction.atomic
+# Its own transaction when called alone; inside a request's, that one, without a savepoint of its own: an error in it
+# leaves the request's transaction able only to roll back, which the request does with an error anyway.
+@transaction.atomic(savepoint=False)
 def invites_bulk_create(*, actor, organization: Organization, invites: list[dict]) -> list[Invite]:
     """Save every invite or none, each replacing the earlier pending invite for its email and saved as due for
     mailing (the outbox, `Invite.next_emailing_attempt_at`).
@@ -235,6 +237,8 @@ def invites_bulk_create(*, actor, organization: Organization, invites: list[dict
     """
     _lock_organization(organization.pk)
     emails = [data["target_email"].lower() for data in invites]
+    if len(set(emails)) != len(emails):
+        raise ValueError("Each email is invited once (BulkInviteSerializer refuses a repeated one).")
     members = set(
         Membership.objects.filter(organization=organization, user__email__in=emails).values_list(
             "user__email", flat=True
@@ -259,7 +263,10 @@ def invites_bulk_create(*, actor, organization: Organization, invites: list[dict
             next_emailing_attempt_at=now,
             **{**data, "target_email": data["target_email"].lower()},
         )
-        invite.full_clean()
+        # Only the invite's own values: its organization is locked above and its creator is the caller, its id is new,
+        # and the delete above, under the lock, leaves no other pending invite for its email (the constraint stays
+        # the last guard). Checking those again would cost five statements for an answer known here.
+        invite.full_clean(exclude=["organization", "created_by"], validate_unique=False, validate_constraints=False)
         invite.save()
         saved.append(invite)
     return saved
