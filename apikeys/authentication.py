@@ -98,8 +98,11 @@ class PersonalAPIKeyAuthentication(BaseAuthentication):
     def authenticate_credentials(self, key: str):
         if not is_well_formed(key):
             raise exceptions.AuthenticationFailed(self.failure_message)
-        api_key = PersonalAPIKey.objects.select_related("user").filter(secure_value=hash_key(key)).first()
-        if api_key is None or not api_key.is_active or not api_key.user.is_active:
+        try:
+            api_key = PersonalAPIKey.objects.select_related("user").get(secure_value=hash_key(key))
+        except PersonalAPIKey.DoesNotExist:
+            raise exceptions.AuthenticationFailed(self.failure_message) from None
+        if not api_key.is_active or not api_key.user.is_active:
             raise exceptions.AuthenticationFailed(self.failure_message)
         api_key_touch(key=api_key)
         return api_key.user, api_key

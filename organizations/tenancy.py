@@ -146,15 +146,10 @@ class OrganizationScopedViewSet(TenantViewSet):
     @cached_property
     def membership(self) -> Membership:
         organization_id = parse_organization_id(self.request, self.kwargs["organization_id"])
-        membership = (
-            visible_memberships(self.request)
-            .select_related("organization")
-            .filter(organization_id=organization_id)
-            .first()
-        )
-        if membership is None:
-            raise exceptions.NotFound("Organization not found.")
-        return membership
+        try:
+            return visible_memberships(self.request).select_related("organization").get(organization_id=organization_id)
+        except Membership.DoesNotExist:
+            raise exceptions.NotFound("Organization not found.") from None
 
     @property
     def organization(self) -> Organization:
@@ -184,10 +179,10 @@ class ProjectScopedViewSet(TenantViewSet):
     @cached_property
     def project(self) -> Project:
         project_id = parse_project_id(self.request, self.kwargs["project_id"])
-        project = visible_projects(self.request).select_related("organization").filter(pk=project_id).first()
-        if project is None:
-            raise exceptions.NotFound("Project not found.")
-        return project
+        try:
+            return visible_projects(self.request).select_related("organization").get(pk=project_id)
+        except Project.DoesNotExist:
+            raise exceptions.NotFound("Project not found.") from None
 
     @property
     def organization(self) -> Organization:
