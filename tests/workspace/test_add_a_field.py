@@ -4,10 +4,9 @@ A copy of the project gains a writable `color` on dashboards in exactly those th
 migration that `makemigrations` writes, and the serializer whose `Meta.fields` every dashboard shape is built from.
 The copy's own test run then checks, through the API, that the field is in the list, the detail GET and the answers
 to POST, PATCH and PUT, is copied by a duplication, is recorded in the dashboard's versions, is named in the OpenAPI
-schema and on the admin page, and that nothing answers 500. A hand-kept column list, a hand-written representation,
-or a service that takes only the fields it names makes that run fail. A revert to an earlier version should restore
-the field as well; it does not yet, as the revert restores a list of fields of its own, and that check is marked as
-the known failure it is (strict, so that it fails once the revert restores the field, and the mark goes).
+schema and on the admin page, is restored by a revert to an earlier version, and that nothing answers 500. A
+hand-kept column list, a hand-written representation, or a service that takes only the fields it names makes that
+run fail.
 
 The copy runs on a SQLite database of its own in this test's temporary directory, whatever database and cache this
 run uses, so it changes nothing shared.
