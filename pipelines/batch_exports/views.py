@@ -262,7 +262,7 @@ class OrganizationBatchExportViewSet(BatchExportViewSetMixin, OrganizationScoped
         filter_backends=[],
     )
     def runs(self, request, *args, **kwargs):
-        # Not `export.runs`: get_object prefetched the export's latest runs there, and that manager holds only those.
+        # All of the export's runs, a page at a time: its representation's `latest_runs` are the newest few only.
         runs = BatchExportRun.objects.filter(batch_export=self.get_object()).order_by(*BatchExportRun.NEWEST_FIRST)
         page = self.paginate_queryset(self.read_queryset(runs, serializer_class=BatchExportRunSerializer))
         return self.get_paginated_response(BatchExportRunSerializer(page, many=True).data)
