@@ -95,7 +95,9 @@ def _new_text(*, actor, project_id: int, body: str) -> Text:
     return text
 
 
-@transaction.atomic
+# Its own transaction when called alone; inside a request's (or an admin action's), that one, without a savepoint of
+# its own: an error in it leaves the enclosing transaction able only to roll back, which is what both do with one.
+@transaction.atomic(savepoint=False)
 def insight_create(
     *, actor, project: Project, tags: Iterable[str] = (), dashboards: Iterable[Dashboard] = (), **fields
 ) -> Insight:
@@ -109,7 +111,7 @@ def insight_create(
     return insight
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)  # as insight_create
 def insight_update(
     *,
     actor,
@@ -236,7 +238,7 @@ def _copied_tiles(*, actor, source: Dashboard, duplicate_insights: bool) -> list
 NOT_DUPLICATED = frozenset({"id", "project", "created_by", "created_at", "creation_mode", "deleted"})
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)  # as insight_create
 def dashboard_create(
     *,
     actor,
@@ -291,9 +293,7 @@ def dashboard_create(
     return dashboard
 
 
-# Its own transaction when called alone; inside a request's (or an admin action's), that one, without a savepoint of
-# its own: an error in it leaves the enclosing transaction able only to roll back, which is what both do with one.
-@transaction.atomic(savepoint=False)
+@transaction.atomic(savepoint=False)  # as insight_create
 def dashboard_update(
     *,
     actor,
@@ -383,7 +383,7 @@ def text_update(*, actor, text: Text, **fields) -> Text:
     return text
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)  # as insight_create
 def dashboard_move_tile(*, actor, tile: DashboardTile, to_dashboard: Dashboard) -> DashboardTile:
     """Move a tile to the end of another dashboard (locked, so that two moves to it get distinct places). An insight
     is shown once per dashboard: moving it where it is already shown is refused."""
@@ -402,7 +402,7 @@ def dashboard_move_tile(*, actor, tile: DashboardTile, to_dashboard: Dashboard) 
     return tile
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)  # as insight_create
 def dashboard_copy_tile(*, actor, tile: DashboardTile, to_dashboard: Dashboard) -> DashboardTile:
     """Put a copy of another dashboard's tile at the end of `to_dashboard` (locked by the caller): the same insight,
     or a copy of the text. An insight is shown once per dashboard: copying it where it is already shown is refused."""
@@ -424,7 +424,7 @@ def dashboard_copy_tile(*, actor, tile: DashboardTile, to_dashboard: Dashboard) 
     return copied
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)  # as insight_create
 def dashboard_reorder_tiles(*, actor, dashboard: Dashboard, tile_order: list[int]) -> None:
     """Show the dashboard's tiles in `tile_order`, which names each of them exactly once."""
     tiles = {tile.pk: tile for tile in DashboardTile.objects.filter(dashboard=dashboard).shown()}
@@ -453,7 +453,7 @@ def dashboard_reorder_tiles(*, actor, dashboard: Dashboard, tile_order: list[int
 NOT_RESTORED = NOT_DUPLICATED | {"restriction_level"}
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)  # as insight_create
 def dashboard_restore(*, actor, dashboard: Dashboard, state: dict) -> Dashboard:
     """Make the dashboard's content what `state` (its representation at some version) shows: its fields, tags and
     tiles, with their layouts, colours, order and texts' bodies."""
@@ -505,7 +505,7 @@ def _restore_tiles(*, actor, dashboard: Dashboard, tiles: list[dict]) -> None:
     DashboardTile.objects.filter(dashboard=dashboard, deleted=False).exclude(pk__in=kept).update(deleted=True)
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)  # as insight_create
 def dashboard_collaborator_add(*, actor, dashboard: Dashboard, user, level: int) -> DashboardCollaborator:
     """Add a collaborator the serializer has vetted; the unique constraint is the last guard against a race."""
     collaborator = DashboardCollaborator(dashboard=dashboard, user=user, level=level)
@@ -585,7 +585,7 @@ def embed_secret_value(secret: EmbedSecret) -> str:
     return decrypt(secret.secret_encrypted.encode()).decode()
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)  # as insight_create
 def embed_secret_create(
     *, actor, project: Project, name: str, allowed_origins: list[str] | None = None
 ) -> tuple[EmbedSecret, str]:
