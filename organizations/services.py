@@ -87,7 +87,10 @@ def _lock_organization(organization_id) -> Organization:
     return Organization.objects.select_for_update().get(pk=organization_id)
 
 
-@transaction.atomic
+# Its own transaction when called alone; inside a request's (or an admin view's), that one, without a savepoint of its
+# own: an error in it leaves the enclosing transaction able only to roll back, which the caller does with an error
+# anyway. Not so membership_update_level and membership_delete, whose refusals their tests catch and read on after.
+@transaction.atomic(savepoint=False)
 def organization_create(*, actor, name: str, **fields) -> Organization:
     """Create an organization with the actor as owner and a "Default project"; make both the actor's current.
 
@@ -110,7 +113,7 @@ def organization_create(*, actor, name: str, **fields) -> Organization:
     return organization
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)  # as organization_create
 def organization_delete(*, actor, organization: Organization) -> None:
     """Delete an organization and everything in it. Its members whose current organization it was move to
     another of theirs, so that `@current` keeps meaning something."""
@@ -134,7 +137,7 @@ def organization_delete(*, actor, organization: Organization) -> None:
             )
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)  # as organization_create
 def project_create(*, actor, organization: Organization, **fields) -> Project:
     """Create a project from `fields` (the serializer's validated model fields); the first one becomes the
     creator's current project."""
@@ -146,7 +149,7 @@ def project_create(*, actor, organization: Organization, **fields) -> Project:
     return project
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)  # as organization_create
 def project_delete(*, actor, project: Project) -> None:
     """Delete a project and everything in it; an organization keeps at least one project (checked under the
     organization's lock, so two deletes at once cannot remove the last two)."""
@@ -223,9 +226,7 @@ def invite_create(*, actor, organization: Organization, target_email: str, **fie
     )[0]
 
 
-# Its own transaction when called alone; inside a request's, that one, without a savepoint of its own: an error in it
-# leaves the request's transaction able only to roll back, which the request does with an error anyway.
-@transaction.atomic(savepoint=False)
+@transaction.atomic(savepoint=False)  # as organization_create
 def invites_bulk_create(*, actor, organization: Organization, invites: list[dict]) -> list[Invite]:
     """Save every invite or none, each replacing the earlier pending invite for its email and saved as due for
     mailing (the outbox, `Invite.next_emailing_attempt_at`).
@@ -407,7 +408,7 @@ def invites_send_due(*, batch_size: int = 100) -> MailingRun:
             return run
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)  # as organization_create
 def invite_accept(*, actor, invite: Invite) -> Membership:
     """Join the invite's organization at its level, if the invite is for the actor and still valid."""
     user = actor
