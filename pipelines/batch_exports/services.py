@@ -155,7 +155,10 @@ def _log_lines(runs, message: str, *, timestamp: dt.datetime, level=BatchExportR
     )
 
 
-@transaction.atomic
+# Its own transaction when called alone; inside a request's (or seed_demo's), that one, without a savepoint of its own:
+# an error in it leaves the enclosing transaction able only to roll back, which the caller does with an error anyway.
+# Temporal hears of the write only once the transaction commits (orchestration's on_commit).
+@transaction.atomic(savepoint=False)
 def batch_export_backfill(
     *, actor, batch_export: BatchExport, start_at: dt.datetime, end_at: dt.datetime
 ) -> BatchExportBackfill:
@@ -214,7 +217,7 @@ def batch_export_backfill(
     return backfill
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)  # as batch_export_backfill
 def batch_export_backfill_cancel(*, actor, backfill: BatchExportBackfill) -> BatchExportBackfill:
     """Cancel a backfill that has not finished, and each of its runs that has not finished either."""
     if backfill.status not in BatchExportRun.UNFINISHED:
@@ -313,7 +316,7 @@ def _record_activity(batch_export: BatchExport, activity: str, *, before: dict, 
     )
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)  # as batch_export_backfill
 def batch_export_run_retry(*, actor, run: BatchExportRun) -> BatchExportRun:
     """Export the run's interval again: a new `Starting` run of the same export and interval, and its workflow.
 
@@ -338,7 +341,7 @@ def batch_export_run_retry(*, actor, run: BatchExportRun) -> BatchExportRun:
     return retry
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)  # as batch_export_backfill
 def batch_export_run_cancel(*, actor, run: BatchExportRun) -> BatchExportRun:
     """Cancel a run that is starting or running, and its workflow; any other status is a 400."""
     if run.status not in BatchExportRun.UNFINISHED:

@@ -85,7 +85,9 @@ def plugin_delete(*, actor, plugin: Plugin) -> None:
     plugin.delete()
 
 
-@transaction.atomic
+# Its own transaction when called alone; inside a request's, that one, without a savepoint of its own: an error in it
+# leaves the request's transaction able only to roll back, which the request does with an error anyway.
+@transaction.atomic(savepoint=False)
 def plugin_update_source(*, actor, plugin: Plugin, files: dict[str, str | None]) -> dict[str, str]:
     """Write the given source files (None deletes one); returns the plugin's files before the change."""
     before = dict(plugin.source_files.values_list("filename", "source"))
