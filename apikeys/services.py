@@ -54,7 +54,9 @@ def mask_key(key: str) -> str:
     return f"{settings.API_KEY_PREFIX}...{key[-4:]}"
 
 
-@transaction.atomic
+# Its own transaction when called alone (create_api_key); inside admin's add view or seed_demo's transaction, that one,
+# without a savepoint of its own: an error in it leaves that transaction able only to roll back, which both do with it.
+@transaction.atomic(savepoint=False)
 def api_key_create(
     *,
     user,
