@@ -69,9 +69,14 @@ def _next_order(dashboard: Dashboard) -> int:
 # Insights
 
 
+# An insight's relations that a write takes from rows it already holds (the project of the URL, the caller), or that
+# were checked when stored: full_clean leaves their existence alone, which it would check with a query each.
+HELD_RELATIONS = ("project", "created_by", "last_modified_by")
+
+
 def _save_new_insight(insight: Insight) -> Insight:
     """Save a new insight; a short id already taken in its project (the unique constraint) draws another."""
-    insight.full_clean(validate_constraints=False)
+    insight.full_clean(exclude=HELD_RELATIONS, validate_constraints=False)
     for attempt in range(SHORT_ID_ATTEMPTS):
         try:
             with transaction.atomic():
@@ -130,7 +135,7 @@ def insight_update(
     if fields or tags_changed:
         insight.last_modified_at = timezone.now()
         insight.last_modified_by = actor
-        insight.full_clean(validate_constraints=False)
+        insight.full_clean(exclude=[name for name in HELD_RELATIONS if name not in fields], validate_constraints=False)
         insight.save(update_fields=[*fields, "last_modified_at", "last_modified_by"])
     if dashboards is not None:
         insight_set_dashboards(actor=actor, insight=insight, dashboards=dashboards)

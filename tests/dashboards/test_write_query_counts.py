@@ -22,10 +22,10 @@ def base(project):
 
 def test_insight_create(client, base, django_assert_num_queries):
     # 1. the request's transaction opens (a SAVEPOINT in a test, BEGIN otherwise), 2. the key (+user), 3. the project
-    # with the caller's membership, 4-6. full_clean's checks of the project, creator and last modifier, 7-9. the
-    # INSERT in the savepoint that retries a short id already taken, 10. its tags, 11. its tiles, 12-14. the insight
-    # read again (row, tags, dashboards), 15. the activity entry, 16. the transaction ends
-    with django_assert_num_queries(16):
+    # with the caller's membership, 4-6. the INSERT in the savepoint that retries a short id already taken (full_clean
+    # checks no relation the request holds), 7. its tags, 8. its tiles, 9-11. the insight read again (row, tags,
+    # dashboards), 12. the activity entry, 13. the transaction ends
+    with django_assert_num_queries(13):
         response = client.post(f"{base}/insights/", {"name": "x"}, format="json")
 
     assert response.status_code == 201, response.content
@@ -36,9 +36,9 @@ def test_insight_patch(client, base, project, alice, django_assert_num_queries):
 
     # 1. the transaction opens, 2. the key, 3. the project, 4. the organization's row lock, 5. the project again
     # (with its lock), 6. the dashboards to lock (none named), 7-9. the insight under its row lock (row, tags,
-    # dashboards), 10-12. full_clean's checks of the project, creator and last modifier, 13. the UPDATE, 14-16. the
-    # insight read again, 17. the activity entry, 18. the transaction ends
-    with django_assert_num_queries(18):
+    # dashboards), 10. the UPDATE (full_clean checks no relation the request holds), 11-13. the insight read again,
+    # 14. the activity entry, 15. the transaction ends
+    with django_assert_num_queries(15):
         response = client.patch(f"{base}/insights/{insight.pk}/", {"name": "y"}, format="json")
 
     assert response.status_code == 200, response.content
