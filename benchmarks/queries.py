@@ -108,7 +108,7 @@ def add_fixtures(fixtures: dict) -> dict:
     """
     from django.db import transaction
 
-    from dashboards.models import Dashboard, DashboardTile, Insight
+    from dashboards.core.models import Dashboard, DashboardTile, Insight
     from organizations.models import Project
     from workspace.models import User
 

@@ -362,7 +362,7 @@ def existing_fixtures() -> dict | None:
     from apikeys.services import api_key_create
     from benchmarks.queries import DASHBOARD_NAME
     from benchmarks.seed import Tenant, fixtures
-    from dashboards.models import Dashboard
+    from dashboards.core.models import Dashboard
     from organizations.models import Organization
     from pipelines.batch_exports.models import BatchExport
     from workspace.models import User

@@ -97,7 +97,7 @@ def seed(*, scale: float, second: float) -> dict:
 
 
 def fixtures(tenant: Tenant, key: str) -> dict:
-    from dashboards.models import DashboardTile
+    from dashboards.core.models import DashboardTile
     from organizations.models import Project
 
     project = Project.objects.get(pk=tenant.project_id)
@@ -205,7 +205,7 @@ def seed_organization_rows(organization, owner, project, tag: str, sizes: Sizes)
 
 
 def seed_dashboards(project, users: list, sizes: Sizes) -> list[int]:
-    from dashboards.models import (
+    from dashboards.core.models import (
         Dashboard,
         DashboardCollaborator,
         DashboardTag,

@@ -7,28 +7,23 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.html import format_html
 
-from dashboards.charts import chart
-from dashboards.models import (
+from dashboards.core.models import (
     Dashboard,
     DashboardCollaborator,
     DashboardTag,
     DashboardTile,
-    EmbedSecret,
     Insight,
     InsightTag,
     SharingConfiguration,
     SharingPassword,
     Text,
 )
-from dashboards.pages import tile_meta
-from dashboards.results import InsightResults
-from dashboards.services import (
-    dashboard_update,
-    embed_secret_delete,
-    embed_secret_update,
-    insight_update,
-    text_update,
-)
+from dashboards.core.results import InsightResults
+from dashboards.core.services import dashboard_update, insight_update, text_update
+from dashboards.public.charts import chart
+from dashboards.public.models import EmbedSecret
+from dashboards.public.pages import tile_meta
+from dashboards.public.services import embed_secret_delete, embed_secret_update
 from workspace.admin import RecordedInlineMixin, RecordedModelAdmin, short, shortened
 from workspace.services import VOLATILE_FIELDS
 
@@ -54,7 +49,7 @@ def insight_charts(
     insights, *, project, link: bool = False, empty_text: str = "No insights.", filters: dict | None = None
 ):
     """The charts of `insights` (of `project`) as HTML, each drawn from its result as the API computes it
-    (dashboards.results, `blocking`: cached while fresh, else computed now) and as the shared page draws it; with a
+    (dashboards.core.results, `blocking`: cached while fresh, else computed now) and as the shared page draws it; with a
     dashboard's `filters` in force over each insight's query when given (its tiles' effective queries).
 
     Each chart is computed in a savepoint and on its own: one whose query or drawing fails shows why, and neither

@@ -11,14 +11,14 @@ import io
 from django.conf import settings
 from django.core.management import call_command
 
-from dashboards.models import Dashboard, SharingConfiguration
-from dashboards.services import (
-    dashboard_create,
+from dashboards.core.models import Dashboard, SharingConfiguration
+from dashboards.core.services import dashboard_create
+from dashboards.core.template_library import bundled_templates
+from dashboards.public.services import (
     embed_secret_create,
     sharing_configuration_get_or_create,
     sharing_configuration_update,
 )
-from dashboards.template_library import bundled_templates
 
 DEMO_TEMPLATE = "product-analytics"
 DEMO_FUNNEL = {

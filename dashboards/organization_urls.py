@@ -1,6 +1,6 @@
 """Routes under /api/organizations/{organization_id}/."""
 
-from dashboards.views import OrganizationSharedLinkViewSet
+from dashboards.public.views import OrganizationSharedLinkViewSet
 from workspace.api.routers import OptionalSlashRouter
 
 router = OptionalSlashRouter()

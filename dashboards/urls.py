@@ -2,14 +2,8 @@
 
 from django.urls import re_path
 
-from dashboards.views import (
-    DashboardCollaboratorViewSet,
-    DashboardSharingViewSet,
-    DashboardViewSet,
-    EmbedSecretViewSet,
-    InsightViewSet,
-    SharingPasswordViewSet,
-)
+from dashboards.core.views import DashboardCollaboratorViewSet, DashboardViewSet, InsightViewSet
+from dashboards.public.views import DashboardSharingViewSet, EmbedSecretViewSet, SharingPasswordViewSet
 from workspace.api.routers import OptionalSlashRouter
 
 router = OptionalSlashRouter()

@@ -18,8 +18,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from dashboards.models import RestrictionLevel
-from dashboards.services import embed_secret_create
+from dashboards.core.models import RestrictionLevel
+from dashboards.public.services import embed_secret_create
 from organizations.models import Membership
 from pipelines.plugins.models import Plugin
 from tests.dashboards.factories import (

@@ -20,7 +20,7 @@ from drf_spectacular.drainage import get_override
 from rest_framework import serializers
 from rest_framework.test import APIClient
 
-from dashboards.template_library import bundled_templates
+from dashboards.core.template_library import bundled_templates
 from organizations.models import Membership
 from pipelines.batch_exports.models import BatchExportRun
 from pipelines.plugins.models import Plugin

@@ -404,7 +404,7 @@ SPECTACULAR_SETTINGS = {
     # Dashboard restriction, privilege and collaborator levels share one choice set.
     # Enum component names as the reference API publishes them, for clients generated from either schema.
     "ENUM_NAME_OVERRIDES": {
-        "DashboardRestrictionLevel": "dashboards.models.RestrictionLevel",
+        "DashboardRestrictionLevel": "dashboards.core.models.RestrictionLevel",
         "OrganizationMembershipLevel": "organizations.models.Membership.Level",
     },
 }

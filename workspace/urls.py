@@ -2,8 +2,8 @@ from django.contrib import admin
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView
 
-from dashboards.embed_pages import embedded_page
-from dashboards.pages import shared_dashboard
+from dashboards.public.embed_pages import embedded_page
+from dashboards.public.pages import shared_dashboard
 from workspace.health import healthz, readyz
 from workspace.views import DocsView, RedocView, api_not_found, favicon, landing_page, redoc_bundle
 

@@ -20,7 +20,7 @@ from selenium.webdriver.support import expected_conditions as EC
 
 from apikeys.models import PersonalAPIKey
 from apikeys.scopes import OBJECTS
-from dashboards.models import Dashboard
+from dashboards.core.models import Dashboard
 from pipelines.batch_exports.models import BatchExport
 from tests.browser.conftest import keep_for_review, screenshot_dir
 from tests.browser.pages import admin_login, make_superuser, requested_urls, run_action, wait

@@ -15,8 +15,8 @@ from django.utils import timezone
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as EC
 
-from dashboards.embeds import embed_token
-from dashboards.services import embed_secret_create
+from dashboards.public.embeds import embed_token
+from dashboards.public.services import embed_secret_create
 from tests.browser.conftest import keep_for_review
 from tests.browser.pages import wait
 from tests.dashboards.factories import DashboardFactory, DashboardTileFactory

@@ -15,8 +15,8 @@ from PIL import Image
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as EC
 
-from dashboards.models import SharingPassword
-from dashboards.services import (
+from dashboards.core.models import SharingPassword
+from dashboards.public.services import (
     sharing_configuration_get_or_create,
     sharing_configuration_update,
     sharing_password_delete,

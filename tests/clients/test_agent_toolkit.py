@@ -38,8 +38,8 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
+from dashboards.core.template_library import bundled_templates
 from dashboards.demo import DEMO_FUNNEL, DEMO_TEMPLATE
-from dashboards.template_library import bundled_templates
 from tests.clients.conftest import Api
 from tests.organizations.factories import MembershipFactory, OrganizationFactory, ProjectFactory
 from tests.pipelines.factories import EventFactory

@@ -221,7 +221,7 @@ def walk_plugins(walk, reference, org, collection):
 
 
 def walk_dashboards(walk, reference, project, bob):
-    from dashboards.template_library import bundled_templates
+    from dashboards.core.template_library import bundled_templates
 
     ids = {"project_id": project.id}
     base = "/api/projects/{project_id}/dashboards/"

@@ -6,7 +6,7 @@ tiles and then their insights. Both must finish, in some order, never as a deadl
 
 import pytest
 
-from dashboards.models import DashboardTile, Insight
+from dashboards.core.models import DashboardTile, Insight
 from tests.concurrency.parallel import PARALLEL, Call, assert_no_server_errors, fire, report
 from tests.dashboards.factories import DashboardFactory, DashboardTileFactory
 

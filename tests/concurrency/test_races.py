@@ -7,7 +7,7 @@ PostgreSQL only: SQLite runs one writer at a time, so nothing races there.
 
 import pytest
 
-from dashboards.models import Dashboard, DashboardCollaborator, DashboardTag, DashboardTile, SharingConfiguration
+from dashboards.core.models import Dashboard, DashboardCollaborator, DashboardTag, DashboardTile, SharingConfiguration
 from organizations.models import Domain, Invite, Membership, Organization, Project
 from pipelines.batch_exports.models import BatchExport
 from tests.concurrency.parallel import PARALLEL, Call, assert_no_server_errors, error_code, fire, report

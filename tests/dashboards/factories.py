@@ -1,16 +1,16 @@
 import factory
 
-from dashboards.models import (
+from dashboards.core.models import (
     Dashboard,
     DashboardCollaborator,
     DashboardTag,
     DashboardTile,
-    EmbedSecret,
     Insight,
     InsightTag,
     SharingConfiguration,
     Text,
 )
+from dashboards.public.models import EmbedSecret
 from tests.organizations.factories import ProjectFactory
 from tests.workspace.factories import UserFactory
 from workspace.secrets import encrypt

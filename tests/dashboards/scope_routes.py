@@ -2,9 +2,9 @@ import uuid
 
 from django.contrib.auth.hashers import make_password
 
-from dashboards.models import SharingPassword
-from dashboards.services import embed_secret_create
-from dashboards.template_library import bundled_templates
+from dashboards.core.models import SharingPassword
+from dashboards.core.template_library import bundled_templates
+from dashboards.public.services import embed_secret_create
 from organizations.models import Membership
 from tests.dashboards.factories import (
     DashboardCollaboratorFactory,

@@ -4,7 +4,7 @@ import uuid
 
 import pytest
 
-from dashboards.models import DashboardCollaborator
+from dashboards.core.models import DashboardCollaborator
 from organizations.models import Membership
 from tests.dashboards.factories import DashboardCollaboratorFactory, DashboardFactory
 from tests.organizations.factories import MembershipFactory
@@ -211,7 +211,7 @@ def test_collaborators_of_a_soft_deleted_or_unknown_dashboard_are_a_404(key_clie
 
 
 def test_add_turns_a_concurrent_duplicate_into_a_400(key_client, project, restricted, bob, monkeypatch):
-    from dashboards.serializers import DashboardCollaboratorSerializer
+    from dashboards.core.serializers import DashboardCollaboratorSerializer
 
     original = DashboardCollaboratorSerializer.validate
 

@@ -4,8 +4,8 @@ import copy
 
 import pytest
 
-from dashboards.models import Dashboard, DashboardTile
-from dashboards.template_library import bundled_templates
+from dashboards.core.models import Dashboard, DashboardTile
+from dashboards.core.template_library import bundled_templates
 from tests.dashboards.factories import DashboardFactory, DashboardTileFactory
 
 
@@ -175,7 +175,7 @@ class TestCreateFromTemplateJSON:
         assert response.json()["code"] == "required"
 
     def test_template_creation_is_atomic(self, key_client, project, alice, monkeypatch):
-        from dashboards import services
+        from dashboards.core import services
 
         def explode(objects):
             raise RuntimeError("tiles could not be saved")

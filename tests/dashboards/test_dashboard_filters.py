@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import pytest
 from django.test import Client
 
+from dashboards.core.results import DateOverride, effective_query
 from dashboards.demo import create_demo_data
-from dashboards.results import DateOverride, effective_query
 from pipelines.query import runner
 from tests.dashboards.factories import (
     DashboardFactory,
@@ -35,7 +35,7 @@ def insight_url(project, insight) -> str:
 @pytest.fixture
 def page_clock(monkeypatch, frozen_now):  # noqa: F811 - the fixture imported above
     """The pages state their ranges at the time the queries run."""
-    monkeypatch.setattr("dashboards.pages.timezone", SimpleNamespace(now=lambda: NOW))
+    monkeypatch.setattr("dashboards.public.pages.timezone", SimpleNamespace(now=lambda: NOW))
     return NOW
 
 

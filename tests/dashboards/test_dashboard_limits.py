@@ -4,8 +4,8 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from dashboards.models import Dashboard, DashboardTag
-from dashboards.services import clean_tags
+from dashboards.core.models import Dashboard, DashboardTag
+from dashboards.core.services import clean_tags
 from tests.dashboards.factories import DashboardFactory
 
 

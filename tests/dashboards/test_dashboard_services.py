@@ -4,9 +4,9 @@ import copy
 
 import pytest
 
-from dashboards.models import Dashboard
-from dashboards.services import clean_tags, dashboard_create, dashboard_set_tags
-from dashboards.template_library import TemplateError, bundled_templates, validate_template
+from dashboards.core.models import Dashboard
+from dashboards.core.services import clean_tags, dashboard_create, dashboard_set_tags
+from dashboards.core.template_library import TemplateError, bundled_templates, validate_template
 from tests.dashboards.factories import DashboardFactory
 
 

@@ -5,7 +5,7 @@ from django.test import Client
 from django.urls import reverse
 
 from dashboards import demo
-from dashboards.models import Dashboard
+from dashboards.core.models import Dashboard
 from tests.dashboards.factories import (
     DashboardCollaboratorFactory,
     DashboardFactory,

@@ -2,7 +2,7 @@
 
 import pytest
 
-from dashboards.models import Dashboard, DashboardTile, Insight
+from dashboards.core.models import Dashboard, DashboardTile, Insight
 from organizations.models import Membership
 from tests.dashboards.factories import (
     DashboardCollaboratorFactory,
@@ -457,7 +457,7 @@ class TestRetrieve:
         assert response.status_code == 200
 
     def test_retrieve_shows_is_shared_following_the_sharing_configuration(self, key_client, project, alice, dashboard):
-        from dashboards.models import SharingConfiguration
+        from dashboards.core.models import SharingConfiguration
 
         SharingConfiguration.objects.create(dashboard=dashboard, enabled=True)
 

@@ -5,8 +5,8 @@ import json
 
 from django.urls import reverse
 
-from dashboards.models import EmbedSecret
-from dashboards.services import embed_secret_create
+from dashboards.public.models import EmbedSecret
+from dashboards.public.services import embed_secret_create
 from workspace.models import ActivityLog
 
 

@@ -3,8 +3,8 @@ every change in the activity log (DECISIONS.md §19, "Signed embeds")."""
 
 import pytest
 
-from dashboards.models import EmbedSecret
-from dashboards.services import embed_secret_create, embed_secret_value
+from dashboards.public.models import EmbedSecret
+from dashboards.public.services import embed_secret_create, embed_secret_value
 from workspace.models import ActivityLog
 
 

@@ -8,8 +8,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.test import Client
 
-from dashboards.models import EmbedSecret
-from dashboards.services import embed_secret_create
+from dashboards.public.models import EmbedSecret
+from dashboards.public.services import embed_secret_create
 from tests.dashboards.factories import DashboardFactory, DashboardTileFactory
 from workspace.models import ActivityLog
 

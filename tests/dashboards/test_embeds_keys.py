@@ -8,9 +8,9 @@ from cryptography.fernet import Fernet
 from django.core.management import CommandError, call_command
 from django.test import Client
 
-from dashboards.embeds import embed_token
-from dashboards.models import EmbedSecret
-from dashboards.services import embed_secret_create, embed_secret_value
+from dashboards.public.embeds import embed_token
+from dashboards.public.models import EmbedSecret
+from dashboards.public.services import embed_secret_create, embed_secret_value
 from tests.dashboards.factories import DashboardFactory, DashboardTileFactory
 
 OLD, NEW = Fernet.generate_key().decode(), Fernet.generate_key().decode()

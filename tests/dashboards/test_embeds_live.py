@@ -3,8 +3,8 @@ default policy's, and a rotated secret's link is a 404 at once."""
 
 import datetime as dt
 
-from dashboards.embeds import embed_token
-from dashboards.services import embed_secret_create, embed_secret_rotate
+from dashboards.public.embeds import embed_token
+from dashboards.public.services import embed_secret_create, embed_secret_rotate
 from tests.dashboards.factories import DashboardFactory, DashboardTileFactory
 
 CHROME = [{"key": "$browser", "value": "Chrome", "operator": "exact", "type": "event"}]

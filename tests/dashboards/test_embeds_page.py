@@ -8,8 +8,8 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from dashboards.pages import SharedPageViewThrottle
-from dashboards.services import embed_secret_create, embed_secret_delete, embed_secret_rotate
+from dashboards.public.pages import SharedPageViewThrottle
+from dashboards.public.services import embed_secret_create, embed_secret_delete, embed_secret_rotate
 from tests.dashboards.factories import DashboardFactory, DashboardTileFactory, InsightFactory
 from tests.pipelines.factories import EventFactory
 

@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 import pytest
 from django.test import Client
 
-from dashboards.models import EmbedSecret
+from dashboards.public.models import EmbedSecret
 from tests import live
 from tests.dashboards.factories import DashboardFactory, DashboardTileFactory
 
@@ -23,7 +23,7 @@ def blocks(language: str) -> list[str]:
 
 
 def test_the_python_snippet_signs_a_link_that_shows_the_locked_property(project, alice, settings):
-    from dashboards.services import embed_secret_create
+    from dashboards.public.services import embed_secret_create
 
     secret, raw = embed_secret_create(actor=alice, project=project, name="Portal")
     dashboard = DashboardFactory(project=project, created_by=alice, name="Shop numbers")

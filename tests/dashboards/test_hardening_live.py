@@ -3,8 +3,8 @@ body, enabling a link while the organization turns public sharing off, and the i
 
 import pytest
 
-from dashboards.models import Dashboard, DashboardTile, SharingConfiguration
-from dashboards.template_library import bundled_templates
+from dashboards.core.models import Dashboard, DashboardTile, SharingConfiguration
+from dashboards.core.template_library import bundled_templates
 from tests.dashboards.factories import DashboardFactory, DashboardTileFactory, InsightFactory
 
 

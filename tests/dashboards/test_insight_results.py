@@ -4,9 +4,9 @@ query that cannot be computed is an `error` rather than a failure, and results a
 
 import pytest
 
+from dashboards.core.models import Insight
+from dashboards.core.template_library import bundled_templates
 from dashboards.demo import create_demo_data
-from dashboards.models import Insight
-from dashboards.template_library import bundled_templates
 from pipelines.query import runner
 from tests.dashboards.factories import DashboardFactory, DashboardTileFactory, InsightFactory
 from tests.pipelines.query.conftest import NOW, add_event, frozen_now, hogql, trends  # noqa: F401 - a fixture
@@ -199,7 +199,9 @@ class TestListsAndWritesNeverCompute:
         client.get(insight_url(project))  # the key's first use is recorded
         reads, get_many = [], runner.cache.get_many
         monkeypatch.setattr(runner.cache, "get_many", lambda keys, **kw: reads.append(keys) or get_many(keys, **kw))
-        monkeypatch.setattr("dashboards.results.run_query", lambda **kwargs: pytest.fail("a query read per insight"))
+        monkeypatch.setattr(
+            "dashboards.core.results.run_query", lambda **kwargs: pytest.fail("a query read per insight")
+        )
 
         # key, project, count, page (+users), tags, dashboards
         with django_assert_num_queries(6):

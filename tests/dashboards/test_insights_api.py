@@ -5,9 +5,9 @@ import re
 
 import pytest
 
-from dashboards import services
-from dashboards.models import DashboardTile, Insight
-from dashboards.selectors import live_tiles
+from dashboards.core import services
+from dashboards.core.models import DashboardTile, Insight
+from dashboards.core.selectors import live_tiles
 from tests.dashboards.factories import (
     DashboardCollaboratorFactory,
     DashboardFactory,

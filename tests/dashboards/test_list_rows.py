@@ -1,6 +1,6 @@
 """Each item of the dashboards and insights lists is what the detail shows of the same object: one read path."""
 
-from dashboards.models import RestrictionLevel
+from dashboards.core.models import RestrictionLevel
 from tests.dashboards.factories import (
     DashboardCollaboratorFactory,
     DashboardFactory,

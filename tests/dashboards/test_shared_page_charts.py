@@ -13,7 +13,7 @@ from django.test import Client
 from django.utils import timezone
 
 from dashboards import demo
-from dashboards.charts import _scale
+from dashboards.public.charts import _scale
 from pipelines.demo import demo_events
 from pipelines.events.services import NewEvent, events_ingest
 from tests.dashboards.factories import DashboardFactory, DashboardTileFactory, SharingConfigurationFactory

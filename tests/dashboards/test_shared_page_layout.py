@@ -5,8 +5,8 @@ import re
 
 from django.test import Client
 
-from dashboards.charts import _scale, chart
-from dashboards.models import Insight
+from dashboards.core.models import Insight
+from dashboards.public.charts import _scale, chart
 from tests.dashboards.factories import DashboardFactory, DashboardTileFactory, SharingConfigurationFactory
 
 
@@ -142,7 +142,7 @@ def test_a_chart_that_cannot_be_drawn_shows_no_data_and_the_page_still_shows(pro
     def fail(insight, shown):
         raise ValueError("a result of an unexpected shape")
 
-    monkeypatch.setattr("dashboards.pages.chart", fail)
+    monkeypatch.setattr("dashboards.public.pages.chart", fail)
     html = page_of(dashboard)
 
     assert "No data" in html and "Still here" in html

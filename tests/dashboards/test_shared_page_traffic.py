@@ -15,8 +15,8 @@ from django.core.cache import cache
 from django.test import Client
 from django.utils import timezone
 
-from dashboards import results
-from dashboards.pages import SharedPageViewThrottle
+from dashboards.core import results
+from dashboards.public.pages import SharedPageViewThrottle
 from pipelines.query import runner
 from pipelines.query.kinds import parse_query
 from tests.dashboards.factories import DashboardFactory, DashboardTileFactory, SharingConfigurationFactory

@@ -2,7 +2,7 @@
 
 import pytest
 
-from dashboards.models import SharingConfiguration
+from dashboards.core.models import SharingConfiguration
 from tests.dashboards.factories import DashboardCollaboratorFactory, DashboardFactory, SharingConfigurationFactory
 from workspace.models import ActivityLog
 

@@ -9,7 +9,7 @@ import requests
 from django.test import Client
 from django.utils import timezone
 
-from dashboards.models import SharingConfiguration, SharingPassword
+from dashboards.core.models import SharingConfiguration, SharingPassword
 from tests.dashboards.factories import DashboardFactory, DashboardTileFactory, SharingConfigurationFactory
 from workspace.models import ActivityLog
 

@@ -4,7 +4,7 @@ every public link of an organization."""
 import pytest
 from django.test import Client
 
-from dashboards.models import SharingConfiguration
+from dashboards.core.models import SharingConfiguration
 from tests.dashboards.factories import DashboardFactory, SharingConfigurationFactory
 from tests.organizations.factories import ProjectFactory
 

@@ -6,9 +6,9 @@ import sys
 import pytest
 import requests
 
-from dashboards.models import Dashboard, DashboardTile, Insight, Text
-from dashboards.services import dashboard_set_tags
-from dashboards.template_library import bundled_templates
+from dashboards.core.models import Dashboard, DashboardTile, Insight, Text
+from dashboards.core.services import dashboard_set_tags
+from dashboards.core.template_library import bundled_templates
 from tests import processes
 from tests.dashboards.factories import DashboardFactory, DashboardTileFactory, InsightFactory
 from tests.live import ROOT

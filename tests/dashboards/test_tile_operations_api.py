@@ -2,7 +2,7 @@
 
 import pytest
 
-from dashboards.models import DashboardTile, Text
+from dashboards.core.models import DashboardTile, Text
 from tests.dashboards.factories import DashboardFactory, DashboardTileFactory, InsightFactory
 from workspace.models import ActivityLog
 

@@ -4,7 +4,7 @@ import uuid
 
 import pytest
 
-from dashboards.models import Dashboard, DashboardTile
+from dashboards.core.models import Dashboard, DashboardTile
 from tests.dashboards.factories import DashboardFactory, InsightFactory
 from workspace.models import ActivityLog
 

@@ -6,7 +6,7 @@ the caller may not ask for is a 403: `{"level": 99}` is an invalid level, not a 
 
 import pytest
 
-from dashboards.models import Dashboard, DashboardTile, RestrictionLevel
+from dashboards.core.models import Dashboard, DashboardTile, RestrictionLevel
 from organizations.models import Invite, Membership
 from pipelines.plugins.models import Plugin
 from tests.dashboards.factories import DashboardFactory, DashboardTileFactory, InsightFactory

@@ -28,8 +28,8 @@ def imported_modules(path: Path) -> list[tuple[int, str]]:
             found += [(node.lineno, alias.name) for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             found.append((node.lineno, node.module))
-            if node.module == "pipelines":  # `from pipelines import events` names a room too
-                found += [(node.lineno, f"pipelines.{alias.name}") for alias in node.names]
+            if "." not in node.module:  # `from pipelines import events` names a room too
+                found += [(node.lineno, f"{node.module}.{alias.name}") for alias in node.names]
     return found
 
 

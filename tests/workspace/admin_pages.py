@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from apikeys.services import api_key_create
-from dashboards.services import sharing_configuration_get_or_create
+from dashboards.public.services import sharing_configuration_get_or_create
 from organizations.models import Membership
 from pipelines.events.models import Event
 from tests.dashboards.factories import DashboardCollaboratorFactory, DashboardFactory, DashboardTileFactory

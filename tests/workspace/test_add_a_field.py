@@ -179,8 +179,8 @@ def edit(path: Path, pattern: str, replacement: str) -> None:
 
 def add_color_field(copy: Path) -> None:
     """The model and the serializer edits (the migration is `makemigrations`' own)."""
-    edit(copy / "dashboards/models.py", MODEL_BODY, rf"\1{COLOR_FIELD}\n")
-    edit(copy / "dashboards/serializers.py", SERIALIZER_FIELDS, r'\1            "color",\n')
+    edit(copy / "dashboards/core/models.py", MODEL_BODY, rf"\1{COLOR_FIELD}\n")
+    edit(copy / "dashboards/core/serializers.py", SERIALIZER_FIELDS, r'\1            "color",\n')
 
 
 def environment(tmp_path: Path) -> dict[str, str]:

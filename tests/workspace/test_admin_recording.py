@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from apikeys.models import PersonalAPIKey
 from apikeys.services import api_key_create
-from dashboards.models import Dashboard
+from dashboards.core.models import Dashboard
 from organizations.models import Domain, Invite, Membership, Project
 from pipelines.batch_exports.models import BatchExport, BatchExportBackfill
 from pipelines.plugins.models import Plugin

@@ -14,7 +14,7 @@ from rest_framework.test import APIClient
 
 from benchmarks import floor, queries
 from benchmarks.capture import capture
-from dashboards.models import Dashboard, Insight
+from dashboards.core.models import Dashboard, Insight
 from organizations.models import Invite, Membership
 from pipelines.query.runner import run_query
 from tests import live

@@ -11,7 +11,7 @@ import requests
 from django.db import connection
 from django.utils import timezone
 
-from dashboards.models import Dashboard
+from dashboards.core.models import Dashboard
 from organizations.models import Organization
 from tests.concurrency.parallel import Call, assert_no_server_errors, fire, histogram
 from tests.faults import TCPProxy, closed_port

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from dashboards.models import Dashboard
+from dashboards.core.models import Dashboard
 from pipelines.batch_exports.models import BatchExport
 from pipelines.plugins.models import Plugin
 from tests.apikeys.test_scope_matrix import ROUTES, route_id

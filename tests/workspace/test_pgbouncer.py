@@ -20,7 +20,7 @@ import psycopg
 import pytest
 from django.db import connection
 
-from dashboards.models import Dashboard
+from dashboards.core.models import Dashboard
 from pipelines.events.models import Event
 from tests import live, processes
 from workspace.db import prepared_cursor

@@ -80,7 +80,7 @@ def worker_garbage_collection(**overrides: str) -> tuple[list[int], int, bool]:
     script = (
         "import gc, json, runpy, sys; import workspace.wsgi; hooks = runpy.run_path('gunicorn.conf.py');"
         "hooks['pre_fork'](None, None); hooks['post_fork'](None, None);"
-        "print(json.dumps([gc.get_threshold(), gc.get_freeze_count(), 'dashboards.views' in sys.modules]))"
+        "print(json.dumps([gc.get_threshold(), gc.get_freeze_count(), 'dashboards.core.views' in sys.modules]))"
     )
     result = subprocess.run(
         [sys.executable, "-c", script],

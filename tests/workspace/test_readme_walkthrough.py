@@ -18,7 +18,7 @@ import pytest
 import requests
 from django.core.management import call_command
 
-from dashboards.models import Dashboard
+from dashboards.core.models import Dashboard
 from tests import live
 
 README = live.ROOT / "README.md"

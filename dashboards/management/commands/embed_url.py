@@ -6,10 +6,11 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from pydantic import ValidationError as PydanticValidationError
 
-from dashboards.embeds import MAX_LIFETIME, embed_token
-from dashboards.models import Dashboard, EmbedSecret, Insight
-from dashboards.serializers import EmbedSecretSerializer
-from dashboards.services import embed_secret_create, embed_secret_value
+from dashboards.core.models import Dashboard, Insight
+from dashboards.public.embeds import MAX_LIFETIME, embed_token
+from dashboards.public.models import EmbedSecret
+from dashboards.public.serializers import EmbedSecretSerializer
+from dashboards.public.services import embed_secret_create, embed_secret_value
 from pipelines.query.nodes import EventPropertyFilter
 from workspace.services import activity_log_record, secret_mask
 

@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from dashboards.models import EmbedSecret
+from dashboards.public.models import EmbedSecret
 from workspace.secrets import InvalidToken, keyring
 
 

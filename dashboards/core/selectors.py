@@ -1,9 +1,9 @@
-"""Reads of dashboards and tiles that more than one place shares: which tiles count, the dashboard a public link
-shows, a dashboard as a portable template document, and its versions."""
+"""Reads of dashboards and tiles that more than one place shares: which tiles count, a dashboard as a
+portable template document, and its versions."""
 
-from django.db.models import Prefetch, QuerySet
+from django.db.models import QuerySet
 
-from dashboards.models import Dashboard, DashboardTile, SharingConfiguration
+from dashboards.core.models import Dashboard, DashboardTile
 from workspace.models import ActivityLog
 
 
@@ -15,20 +15,6 @@ def live_tiles() -> QuerySet[DashboardTile]:
 def shown_tiles() -> QuerySet[DashboardTile]:
     """The shown tiles of dashboards, in order."""
     return DashboardTile.objects.shown().order_by("order", "id")
-
-
-def shared_dashboard_get(*, access_token: str) -> Dashboard | None:
-    """The dashboard a public link shows (with its sharing configuration): sharing enabled and not expired, the
-    dashboard not deleted; else None."""
-    return (
-        Dashboard.objects.filter(
-            deleted=False,
-            sharing_configuration__in=SharingConfiguration.objects.live().filter(access_token=access_token),
-        )
-        .select_related("sharing_configuration")
-        .prefetch_related(Prefetch("tiles", queryset=shown_tiles().select_related("insight", "text")))
-        .first()
-    )
 
 
 def template_document(dashboard: Dashboard) -> dict:

@@ -32,7 +32,7 @@ from django.core.cache import cache
 from django.utils import timezone
 from rest_framework.exceptions import APIException
 
-from dashboards.models import Insight
+from dashboards.core.models import Insight
 from pipelines.query.errors import QueryError, QueryThrottled
 from pipelines.query.kinds import parse_query
 from pipelines.query.limits import QueryLimits

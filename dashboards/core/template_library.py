@@ -10,7 +10,7 @@ from pathlib import Path
 
 import jsonschema
 
-from dashboards.models import MAX_TAGS_PER_DASHBOARD, MAX_TEXT_BODY
+from dashboards.core.models import MAX_TAGS_PER_DASHBOARD, MAX_TEXT_BODY
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "dashboard_templates"
 

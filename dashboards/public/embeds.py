@@ -27,8 +27,9 @@ import jwt
 from django.utils import timezone
 from pydantic import TypeAdapter, ValidationError
 
-from dashboards.models import Dashboard, EmbedSecret, Insight
-from dashboards.services import embed_secret_value
+from dashboards.core.models import Dashboard, Insight
+from dashboards.public.models import EmbedSecret
+from dashboards.public.services import embed_secret_value
 from pipelines.query.dates import resolve
 from pipelines.query.errors import QueryError
 from pipelines.query.nodes import EventPropertyFilter

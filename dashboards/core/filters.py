@@ -9,7 +9,7 @@ from django_filters.widgets import BaseCSVWidget
 from drf_spectacular.utils import extend_schema_field
 from rest_framework.exceptions import ErrorDetail, ValidationError
 
-from dashboards.models import Dashboard, DashboardTag, DashboardTile, Insight
+from dashboards.core.models import Dashboard, DashboardTag, DashboardTile, Insight
 from workspace.api.filters import FilterSet, StrictBooleanFilter
 
 MAX_TAGS_FILTER = 20

@@ -24,9 +24,11 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.clickjacking import xframe_options_exempt
 from django.views.decorators.http import require_http_methods
 
-from dashboards.embeds import Embed, EmbedRefused, ViewerRange, embed_from_token, viewer_range, within_locked
-from dashboards.models import DashboardTile
-from dashboards.pages import (
+from dashboards.core.models import DashboardTile
+from dashboards.core.results import FILTERED_KINDS, RESULT_FIELDS, SHARED, WRAPPERS, DateOverride, InsightResults
+from dashboards.core.selectors import shown_tiles
+from dashboards.public.embeds import Embed, EmbedRefused, ViewerRange, embed_from_token, viewer_range, within_locked
+from dashboards.public.pages import (
     VIEWER_RANGES,
     PageRange,
     RangeChoice,
@@ -37,8 +39,6 @@ from dashboards.pages import (
     refused_view,
     stated_range,
 )
-from dashboards.results import FILTERED_KINDS, RESULT_FIELDS, SHARED, WRAPPERS, DateOverride, InsightResults
-from dashboards.selectors import shown_tiles
 from pipelines.query import dates as query_dates
 from pipelines.query.errors import QueryError
 

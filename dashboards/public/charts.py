@@ -18,7 +18,7 @@ import datetime as dt
 import math
 from dataclasses import dataclass, field
 
-from dashboards.models import Insight
+from dashboards.core.models import Insight
 
 WIDTH, HEIGHT = 320, 160
 LEFT, RIGHT, TOP, BOTTOM = 40, 8, 8, 20  # room for the y ticks' labels on the left and the dates below

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from rest_framework import serializers
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 
-from dashboards.models import Dashboard, Insight, RestrictionLevel
+from dashboards.core.models import Dashboard, Insight, RestrictionLevel
 from organizations.models import Membership
 
 EDIT_DENIED = "You don't have edit permissions for this dashboard."
@@ -60,30 +60,6 @@ class CanManageCollaborators(BasePermission):
         if request.method in SAFE_METHODS:
             return True
         return is_creator_or_admin(view.dashboard, request.user, view.membership_level)
-
-
-class CanEditSharedDashboard(BasePermission):
-    """Turning a dashboard's public link on or off, or issuing a new token, needs edit rights on the dashboard."""
-
-    message = EDIT_DENIED
-
-    def has_permission(self, request, view) -> bool:
-        if request.method in SAFE_METHODS:
-            return True
-        return can_edit(view.dashboard, request.user, view.membership_level)
-
-
-class OrganizationAllowsPublicSharing(BasePermission):
-    """Asking for a public link (`enabled: true`) needs the organization to allow public pages
-    (`allow_publicly_shared_resources`), whether or not the link is on already (a link enabled before the
-    setting was turned off answered 200 to being enabled again, as if the request were granted)."""
-
-    message = "Public sharing is turned off for this organization (allow_publicly_shared_resources)."
-
-    def has_input_permission(self, request, view, data, configuration) -> bool:
-        if not data.get("enabled"):
-            return True
-        return view.project.organization.allow_publicly_shared_resources
 
 
 def requested_dashboard_ids(request) -> list[int]:

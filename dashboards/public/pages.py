@@ -34,11 +34,11 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods
 from rest_framework.exceptions import Throttled
 
-from dashboards.charts import Chart, chart
-from dashboards.models import Dashboard, DashboardTile, SharingConfiguration, SharingPassword
-from dashboards.results import SHARED, DateOverride, InsightResults
-from dashboards.selectors import shared_dashboard_get
-from dashboards.services import sharing_password_matching
+from dashboards.core.models import Dashboard, DashboardTile, SharingConfiguration, SharingPassword
+from dashboards.core.results import SHARED, DateOverride, InsightResults
+from dashboards.public.charts import Chart, chart
+from dashboards.public.selectors import shared_dashboard_get
+from dashboards.public.services import sharing_password_matching
 from pipelines.query import dates
 from pipelines.query.errors import QueryError
 from workspace.api.throttling import FailedAuthenticationThrottle, FixedWindowRateThrottle
