@@ -19,13 +19,13 @@ may choose is a date range, where the token allows it, and that stays inside the
 
 import datetime as dt
 import logging
-import math
 from dataclasses import dataclass
+from typing import Annotated, Literal
 from zoneinfo import ZoneInfo
 
 import jwt
 from django.utils import timezone
-from pydantic import TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from dashboards.core.models import Dashboard, Insight
 from dashboards.public.models import EmbedSecret
@@ -50,7 +50,32 @@ VIEWER_MAX_LOOKBACK_DAYS = 90
 # What `all` starts at when locked dates are checked (no project's events are older).
 EARLIEST_EVENT = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
-_PROPERTIES = TypeAdapter(list[EventPropertyFilter])
+LockedDate = Annotated[str, Field(min_length=1, max_length=64)]
+
+
+class Locked(BaseModel):
+    """What a token locks: property filters ANDed into every query, and the dates in force (None: the tiles' own)."""
+
+    model_config = ConfigDict(strict=True, frozen=True)
+
+    properties: list[EventPropertyFilter] = Field(max_length=MAX_LOCKED_PROPERTIES)
+    date_from: LockedDate | None = None
+    date_to: LockedDate | None = None
+
+
+class Claims(BaseModel):
+    """The claims of an embed token, as the module's docstring shows them. Strict: a number is no boolean, a string
+    no number; claims a signer may add besides these (`iat`, `nbf`, ...) are ignored."""
+
+    model_config = ConfigDict(strict=True, frozen=True, allow_inf_nan=False)
+
+    # Exactly one resource: {"dashboard": id} or {"insight": id}.
+    resource: dict[Literal["dashboard", "insight"], Annotated[int, Field(gt=0, lt=2**63)]] = Field(
+        min_length=1, max_length=1
+    )
+    locked: Locked
+    viewer_date_range: bool = False
+    exp: float
 
 
 class EmbedRefused(Exception):
@@ -106,40 +131,35 @@ def embed_from_token(token: str, *, now: dt.datetime | None = None) -> Embed:
         logger.error("Embed secret %s cannot be decrypted with SECRETS_ENCRYPTION_KEYS.", secret.kid)
         raise EmbedRefused("undecryptable secret") from None
     try:
-        claims = jwt.decode(
-            token,
-            key=key,
-            algorithms=[ALGORITHM],
-            options={"require": ["exp"], "verify_aud": False, "verify_iss": False},
-            leeway=0,
+        claims = Claims.model_validate(
+            jwt.decode(
+                token,
+                key=key,
+                algorithms=[ALGORITHM],
+                options={"require": ["exp"], "verify_aud": False, "verify_iss": False},
+                leeway=0,
+            )
         )
     except jwt.PyJWTError as error:
         raise EmbedRefused(f"signature or claims: {error}") from None
-    expires_at = _expiry(claims.get("exp"), now)
+    except ValidationError as error:
+        raise EmbedRefused(f"claims: {error.errors()[0]['loc']}") from None
+    if claims.exp > (now + MAX_LIFETIME + CLOCK_SKEW).timestamp():  # PyJWT has checked that it is in the future
+        raise EmbedRefused("exp too far ahead")
     if not secret.project.organization.allow_publicly_shared_resources:
         raise EmbedRefused("public pages are off")
-    dashboard, insight = _resource(claims.get("resource"), secret.project)
-    locked = claims.get("locked")
-    if not isinstance(locked, dict):
-        raise EmbedRefused("locked")
-    properties = _properties(locked.get("properties"))
-    date_from, date_to = locked.get("date_from"), locked.get("date_to")
-    viewer_date_range = claims.get("viewer_date_range", False)
-    if not isinstance(viewer_date_range, bool):
-        raise EmbedRefused("viewer_date_range")
+    dashboard, insight = _resource(claims.resource, secret.project)
     embed = Embed(
         secret=secret,
         dashboard=dashboard,
         insight=insight,
-        properties=properties,
-        date_from=date_from,
-        date_to=date_to,
-        viewer_date_range=viewer_date_range,
-        expires_at=expires_at,
+        properties=[prop.model_dump(mode="json", exclude_none=True) for prop in claims.locked.properties],
+        date_from=claims.locked.date_from,
+        date_to=claims.locked.date_to,
+        viewer_date_range=claims.viewer_date_range,
+        expires_at=dt.datetime.fromtimestamp(claims.exp, tz=dt.UTC),
     )
-    if date_from is not None or date_to is not None:
-        if not all(value is None or isinstance(value, str) and 0 < len(value) <= 64 for value in (date_from, date_to)):
-            raise EmbedRefused("locked dates")
+    if embed.date_from is not None or embed.date_to is not None:
         try:
             locked_range(embed, now=now)
         except QueryError as error:
@@ -175,39 +195,14 @@ def embed_token(
     return jwt.encode(claims, secret, algorithm=ALGORITHM, headers={"kid": kid})
 
 
-def _expiry(exp, now: dt.datetime) -> dt.datetime:
-    # PyJWT has checked that `exp` is a number in the future.
-    if isinstance(exp, bool) or not isinstance(exp, int | float) or not math.isfinite(exp):
-        raise EmbedRefused("exp")
-    if exp > (now + MAX_LIFETIME + CLOCK_SKEW).timestamp():
-        raise EmbedRefused("exp too far ahead")
-    return dt.datetime.fromtimestamp(exp, tz=dt.UTC)
-
-
-def _resource(resource, project) -> tuple[Dashboard | None, Insight | None]:
-    if not isinstance(resource, dict) or len(resource) != 1:
-        raise EmbedRefused("resource")
+def _resource(resource: dict, project) -> tuple[Dashboard | None, Insight | None]:
     [(kind, pk)] = resource.items()
-    if kind not in ("dashboard", "insight"):
-        raise EmbedRefused("resource kind")
-    if isinstance(pk, bool) or not isinstance(pk, int) or not 0 < pk < 2**63:
-        raise EmbedRefused("resource id")
     model = Dashboard if kind == "dashboard" else Insight
     found = model.objects.filter(project=project, deleted=False, pk=pk).first()
     if found is None:
         raise EmbedRefused(f"no such {kind} in the secret's project")
     found.project = project
     return (found, None) if kind == "dashboard" else (None, found)
-
-
-def _properties(properties) -> list[dict]:
-    if not isinstance(properties, list) or len(properties) > MAX_LOCKED_PROPERTIES:
-        raise EmbedRefused("locked properties")
-    try:
-        filters = _PROPERTIES.validate_python(properties)
-    except ValidationError:
-        raise EmbedRefused("locked properties") from None
-    return [prop.model_dump(mode="json", exclude_none=True) for prop in filters]
 
 
 @dataclass(frozen=True)
