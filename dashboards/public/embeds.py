@@ -111,25 +111,7 @@ def embed_from_token(token: str, *, now: dt.datetime | None = None) -> Embed:
     now = now or timezone.now()
     if not isinstance(token, str) or len(token) > MAX_TOKEN_LENGTH:
         raise EmbedRefused("not a token")
-    try:
-        header = jwt.get_unverified_header(token)
-    except jwt.PyJWTError as error:
-        raise EmbedRefused(f"malformed: {error}") from None
-    # Only HS256 is taken: never `none`, and never a public-key algorithm that would read the secret as a key.
-    if header.get("alg") != ALGORITHM:
-        raise EmbedRefused("algorithm")
-    kid = header.get("kid")
-    if not isinstance(kid, str) or not kid or len(kid) > 32:
-        raise EmbedRefused("no kid")
-    secret = EmbedSecret.objects.select_related("project__organization").filter(kid=kid).first()
-    if secret is None:
-        raise EmbedRefused("unknown kid")
-    try:
-        key = embed_secret_value(secret)
-    except InvalidToken:
-        # Encrypted with a key no longer in SECRETS_ENCRYPTION_KEYS (see `manage.py rotate_embed_secrets`).
-        logger.error("Embed secret %s cannot be decrypted with SECRETS_ENCRYPTION_KEYS.", secret.kid)
-        raise EmbedRefused("undecryptable secret") from None
+    secret, key = _signing_key(token)
     try:
         claims = Claims.model_validate(
             jwt.decode(
@@ -165,6 +147,30 @@ def embed_from_token(token: str, *, now: dt.datetime | None = None) -> Embed:
         except QueryError as error:
             raise EmbedRefused(f"locked dates: {error.detail}") from None
     return embed
+
+
+def _signing_key(token: str) -> tuple[EmbedSecret, str]:
+    """The secret the token's header names (`kid`), and its value to check the signature with."""
+    try:
+        header = jwt.get_unverified_header(token)
+    except jwt.PyJWTError as error:
+        raise EmbedRefused(f"malformed: {error}") from None
+    # Only HS256 is taken: never `none`, and never a public-key algorithm that would read the secret as a key.
+    if header.get("alg") != ALGORITHM:
+        raise EmbedRefused("algorithm")
+    kid = header.get("kid")
+    if not isinstance(kid, str) or not kid or len(kid) > 32:
+        raise EmbedRefused("no kid")
+    secret = EmbedSecret.objects.select_related("project__organization").filter(kid=kid).first()
+    if secret is None:
+        raise EmbedRefused("unknown kid")
+    try:
+        key = embed_secret_value(secret)
+    except InvalidToken:
+        # Encrypted with a key no longer in SECRETS_ENCRYPTION_KEYS (see `manage.py rotate_embed_secrets`).
+        logger.error("Embed secret %s cannot be decrypted with SECRETS_ENCRYPTION_KEYS.", secret.kid)
+        raise EmbedRefused("undecryptable secret") from None
+    return secret, key
 
 
 def embed_token(
