@@ -1,9 +1,22 @@
+"""The shapes of the core's resources: insights, tiles, texts, dashboards, their versions and collaborators."""
+
 from django.db import models
-from django.db.models import Prefetch
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail
 
+from dashboards.core.fields import (
+    DashboardIdsField,
+    InsightResultBooleanField,
+    InsightResultCharField,
+    InsightResultDateTimeField,
+    InsightResultJSONField,
+    InsightResultListField,
+    RestrictionLevelField,
+    TagListField,
+    TemplateNameField,
+    VersionChangesField,
+)
 from dashboards.core.models import (
     MAX_TAGS_PER_DASHBOARD,
     MAX_TEXT_BODY,
@@ -15,50 +28,16 @@ from dashboards.core.models import (
     Text,
 )
 from dashboards.core.permissions import can_edit
-from dashboards.core.results import CACHE_ONLY, RESULT_FIELDS, insight_result
+from dashboards.core.results import RESULT_FIELDS
 from dashboards.core.selectors import live_tiles, shown_tiles
 from dashboards.core.services import clean_tags
-from dashboards.core.template_library import (
-    TEMPLATE_SCHEMA,
-    TEMPLATES_DIR,
-    TemplateError,
-    bundled_templates,
-    validate_layouts,
-    validate_template,
-)
+from dashboards.core.template_library import bundled_templates, validate_layouts
 from organizations.models import Membership
-from pipelines.query.runner import REFRESH_MODES, validate_query
-from workspace.api.fields import StrictBooleanField, StrictCharField, StrictIntegerChoiceField, StrictUUIDField
-from workspace.api.schema import openapi_schema
+from pipelines.query.runner import validate_query
+from workspace.api.fields import StrictBooleanField, StrictCharField, StrictUUIDField
 from workspace.api.serializers import ModelSerializer, prefetched_attribute
 from workspace.models import ActivityLog
 from workspace.serializers import UserBasicSerializer
-
-
-class RestrictionLevelField(StrictIntegerChoiceField):
-    """21 or 37; one enum in the schema, `DashboardRestrictionLevel`, whatever the field is called."""
-
-    def __init__(self, **kwargs):
-        super().__init__(choices=RestrictionLevel.choices, **kwargs)
-
-
-class TagListField(serializers.ListField):
-    """Tags are stored one row each; read them from the prefetched rows, write them as a list of strings."""
-
-    child = StrictCharField(max_length=128)
-    # Into a plain list: filling the related manager's cache instead costs a new queryset for every object of a page.
-    prefetch_related = (Prefetch("tag_rows", to_attr="prefetched_tag_rows"),)
-
-    def get_attribute(self, instance):
-        rows = instance.__dict__.get("prefetched_tag_rows")
-        return instance.tag_names if rows is None else [row.name for row in rows]
-
-    def to_internal_value(self, data):
-        # Refuse an over-long list before validating each of its items.
-        if self.max_length is not None and isinstance(data, list) and len(data) > self.max_length:
-            self.fail("max_length", max_length=self.max_length)
-        return super().to_internal_value(data)
-
 
 # Items of one `tiles` list in a dashboard write; a longer list is a 400 `max_length`.
 MAX_TILES_PER_WRITE = 500
@@ -68,21 +47,6 @@ def validate_object_or_null(value, what: str):
     if value is not None and not isinstance(value, dict):
         raise serializers.ValidationError(f"{what} must be an object or null.", code="invalid_input")
     return value
-
-
-@extend_schema_field({"type": "array", "items": {"type": "integer"}})
-class DashboardIdsField(serializers.ListField):
-    """The ids of the (non-deleted) dashboards showing an insight; as input, the dashboards that should.
-
-    Read from the rows `dashboard_tiles` shows (one prefetch for both, see InsightTilesSerializer).
-    dashboards.permissions.requested_dashboard_ids reads the input the same way, to lock those dashboards' rows
-    before the insight's."""
-
-    child = serializers.IntegerField()
-
-    def get_attribute(self, instance):
-        tiles = instance.__dict__.get(prefetched_attribute("tiles"))
-        return instance.dashboard_ids if tiles is None else [tile.dashboard_id for tile in tiles]
 
 
 class InsightTilesSerializer(serializers.ListSerializer):
@@ -107,40 +71,6 @@ class DashboardTileBasicSerializer(ModelSerializer):
         list_serializer_class = InsightTilesSerializer
         fields = ["id", "dashboard_id", "deleted"]
         read_only_fields = fields
-
-
-class InsightResultMixin:
-    """A read-only field of the insight's result (dashboards.results.RESULT_FIELDS, named as the field), from the
-    response's InsightResults (serializer context `insight_results`, made by the view with the request's `refresh`)."""
-
-    def __init__(self, **kwargs):
-        super().__init__(source="*", read_only=True, **kwargs)
-
-    def get_attribute(self, insight: Insight):
-        results = self.context.get("insight_results")
-        if results is None:  # outside a view: the cached result only
-            return insight_result(insight, project=insight.project, refresh=CACHE_ONLY)[self.field_name]
-        return results.of(insight)[self.field_name]
-
-
-class InsightResultJSONField(InsightResultMixin, serializers.JSONField):
-    pass
-
-
-class InsightResultBooleanField(InsightResultMixin, serializers.BooleanField):
-    pass
-
-
-class InsightResultCharField(InsightResultMixin, serializers.CharField):
-    pass
-
-
-class InsightResultDateTimeField(InsightResultMixin, serializers.DateTimeField):
-    pass
-
-
-class InsightResultListField(InsightResultMixin, serializers.ListField):
-    pass
 
 
 class InsightListSerializer(serializers.ListSerializer):
@@ -354,11 +284,6 @@ class DashboardBasicSerializer(ModelSerializer):
         return RestrictionLevel.EVERYONE_IN_PROJECT_CAN_EDIT
 
 
-@extend_schema_field({"type": "string", "enum": ["", *sorted(path.stem for path in TEMPLATES_DIR.glob("*.json"))]})
-class TemplateNameField(StrictCharField):
-    """The name of a bundled template (dashboards/dashboard_templates), or empty for none."""
-
-
 class DashboardSerializer(DashboardBasicSerializer):
     """The single-dashboard shape, and the input of create and PATCH."""
 
@@ -437,48 +362,6 @@ class DashboardSerializer(DashboardBasicSerializer):
         return attrs
 
 
-class TileReferenceSerializer(serializers.Serializer):
-    id = serializers.IntegerField()
-
-
-class MoveTileSerializer(serializers.Serializer):
-    """`{"tile": {"id": N}, "toDashboard": M}`, the reference API's spelling."""
-
-    tile = TileReferenceSerializer()
-    toDashboard = serializers.IntegerField()  # noqa: N815 - the field name is part of the contract
-
-
-class CopyTileSerializer(serializers.Serializer):
-    """`{"fromDashboardId": M, "tileId": N}`: the tile N of the project's dashboard M."""
-
-    fromDashboardId = serializers.IntegerField()  # noqa: N815 - the field name is part of the contract
-    tileId = serializers.IntegerField()  # noqa: N815
-
-
-class ReorderTilesSerializer(serializers.Serializer):
-    """`{"tile_order": [ids]}`: every tile the dashboard shows, each once, in their new order."""
-
-    tile_order = serializers.ListField(child=serializers.IntegerField(), max_length=MAX_TILES_PER_WRITE)
-
-
-class VersionChangeSerializer(serializers.Serializer):
-    field = serializers.CharField()
-    before = serializers.JSONField(allow_null=True)
-    after = serializers.JSONField(allow_null=True)
-
-
-@extend_schema_field(VersionChangeSerializer(many=True))
-class VersionChangesField(serializers.Field):
-    """The fields an entry changed, `[{"field", "before", "after"}]` (a creation: every field, before null)."""
-
-    def __init__(self, **kwargs):
-        super().__init__(source="detail", read_only=True, **kwargs)
-
-    def to_representation(self, detail: dict) -> list[dict]:
-        before, after = detail.get("before") or {}, detail.get("after") or {}
-        return [{"field": name, "before": before.get(name), "after": after.get(name)} for name in {**before, **after}]
-
-
 class DashboardVersionSerializer(ModelSerializer):
     """A version of a dashboard: the activity entry of one change, with the fields it changed."""
 
@@ -490,74 +373,6 @@ class DashboardVersionSerializer(ModelSerializer):
         model = ActivityLog
         fields = ["id", "created_at", "user", "activity", "changes"]
         read_only_fields = fields
-
-
-class RevertToVersionSerializer(serializers.Serializer):
-    version_id = StrictUUIDField(help_text="The version's `id`, as `versions/` lists it (a UUID string).")
-
-
-# The reference's older spelling, which its clients still send: `true` always computes, `false` is the default.
-LEGACY_REFRESH = {"true": "force_blocking", "false": None}
-
-
-class RefreshSerializer(serializers.Serializer):
-    """`?refresh=` on a GET that shows insights: blocking (cached while fresh, else computed), force_blocking (always
-    computed) or force_cache (never computed), or the legacy `true` / `false`; anything else is a 400 naming
-    `refresh`."""
-
-    refresh = serializers.ChoiceField(choices=[*REFRESH_MODES, *LEGACY_REFRESH], required=False)
-
-    @classmethod
-    def mode(cls, query_params, default: str) -> str:
-        serializer = cls(data=query_params)
-        serializer.is_valid(raise_exception=True)
-        mode = serializer.validated_data.get("refresh", default)
-        if mode in LEGACY_REFRESH:
-            return LEGACY_REFRESH[mode] or default
-        return mode
-
-
-class DryRunSerializer(serializers.Serializer):
-    """`?dry_run=true`: validate and answer with what would be created, writing nothing."""
-
-    dry_run = StrictBooleanField(required=False, default=False)
-
-    def to_internal_value(self, data):
-        # A query string holds text: `true` or `false` only, as the JSON body's booleans.
-        text = {"true": True, "false": False}.get(data.get("dry_run"), data.get("dry_run"))
-        return super().to_internal_value({} if text is None else {"dry_run": text})
-
-
-@extend_schema_field(openapi_schema(TEMPLATE_SCHEMA))
-class TemplateDocumentField(serializers.JSONField):
-    """A template document, as `template_json/` gives it; its schema is the validator's own."""
-
-
-class TemplateJSONSerializer(serializers.Serializer):
-    """`{"template": {...}, "dry_run"?: bool}`, the template checked against template_library.TEMPLATE_SCHEMA.
-
-    `dry_run` in the body means what `?dry_run=` means (a client that put it in the body had the dashboard
-    created): either one true makes the call a dry run."""
-
-    template = TemplateDocumentField()
-    dry_run = StrictBooleanField(
-        required=False,
-        default=False,
-        help_text="Validate and answer with what would be created, writing nothing (as `?dry_run=true`; either one "
-        "true makes it a dry run).",
-    )
-
-    def validate_template(self, value) -> dict:
-        try:
-            return validate_template(value)
-        except TemplateError as error:
-            code = {"required": "required", "maxItems": "max_length", "maxLength": "max_length"}.get(
-                error.keyword, "invalid_input"
-            )
-            detail = [ErrorDetail(error.message, code)]
-            for part in reversed(error.path):
-                detail = {part: detail}
-            raise serializers.ValidationError(detail) from error
 
 
 class DashboardCollaboratorSerializer(ModelSerializer):

@@ -7,6 +7,16 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from dashboards.core.filters import DashboardFilterSet, InsightFilterSet
+from dashboards.core.inputs import (
+    LEGACY_REFRESH,
+    CopyTileSerializer,
+    DryRunSerializer,
+    MoveTileSerializer,
+    RefreshSerializer,
+    ReorderTilesSerializer,
+    RevertToVersionSerializer,
+    TemplateJSONSerializer,
+)
 from dashboards.core.models import Dashboard, Insight
 from dashboards.core.permissions import (
     CanEditDashboard,
@@ -17,19 +27,11 @@ from dashboards.core.permissions import (
 from dashboards.core.results import CACHE_ONLY, InsightResults, without_results
 from dashboards.core.selectors import dashboard_versions, state_after, template_document
 from dashboards.core.serializers import (
-    LEGACY_REFRESH,
-    CopyTileSerializer,
     DashboardBasicSerializer,
     DashboardCollaboratorSerializer,
     DashboardSerializer,
     DashboardVersionSerializer,
-    DryRunSerializer,
     InsightSerializer,
-    MoveTileSerializer,
-    RefreshSerializer,
-    ReorderTilesSerializer,
-    RevertToVersionSerializer,
-    TemplateJSONSerializer,
 )
 from dashboards.core.services import (
     dashboard_collaborator_add,

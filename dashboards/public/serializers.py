@@ -4,11 +4,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import RegexValidator
 from rest_framework import serializers
 
-from dashboards.core.models import (
-    Dashboard,
-    SharingConfiguration,
-    SharingPassword,
-)
+from dashboards.core.models import Dashboard, SharingConfiguration, SharingPassword
 from dashboards.public.models import MAX_ALLOWED_ORIGINS, ORIGIN_PATTERN, EmbedSecret, normalized_origins
 from workspace.api.fields import StrictBooleanField, StrictCharField
 from workspace.api.serializers import ModelSerializer
