@@ -19,7 +19,8 @@ from dashboards.core.models import (
     Text,
 )
 from dashboards.core.results import InsightResults
-from dashboards.core.services import dashboard_update, insight_update, text_update
+from dashboards.core.services import dashboard_update, insight_update
+from dashboards.core.tiles import text_update
 from dashboards.public.charts import chart
 from dashboards.public.models import EmbedSecret
 from dashboards.public.pages import tile_meta

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, models, transaction
-from django.db.models import Max, Q
+from django.db.models import Q
 from django.utils import timezone
 
 from dashboards.core.models import (
@@ -17,9 +17,9 @@ from dashboards.core.models import (
     DashboardTile,
     Insight,
     InsightTag,
-    Text,
     new_short_id,
 )
+from dashboards.core.tiles import dashboard_change_tiles, dashboard_restore_tiles, next_tile_order, text_create
 from organizations.models import Project
 from workspace.services import full_clean_changed
 
@@ -53,11 +53,6 @@ def insight_set_tags(*, insight: Insight, tags: Iterable[str]) -> bool:
     return _replace_tags(insight, tags, InsightTag, "insight")
 
 
-def _next_order(dashboard: Dashboard) -> int:
-    last = DashboardTile.objects.filter(dashboard=dashboard).aggregate(last=Max("order"))["last"]
-    return 0 if last is None else last + 1
-
-
 # Insights
 
 
@@ -83,13 +78,6 @@ def _save_new_insight(insight: Insight) -> Insight:
 
 def _new_insight(*, actor, project: Project, **fields) -> Insight:
     return _save_new_insight(Insight(project=project, created_by=actor, last_modified_by=actor, **fields))
-
-
-def _new_text(*, actor, project_id: int, body: str) -> Text:
-    text = Text(project_id=project_id, body=body, created_by=actor, last_modified_by=actor)
-    text.full_clean()
-    text.save()
-    return text
 
 
 # Its own transaction when called alone; inside a request's (or an admin action's), that one, without a savepoint of
@@ -157,14 +145,14 @@ def insight_set_dashboards(*, actor, insight: Insight, dashboards: Iterable[Dash
         if tile.dashboard.deleted:
             continue
         if dashboard_id in wanted and tile.deleted:
-            tile.deleted, tile.order = False, _next_order(tile.dashboard)
+            tile.deleted, tile.order = False, next_tile_order(tile.dashboard)
             tile.save(update_fields=["deleted", "order"])
         elif dashboard_id not in wanted and not tile.deleted:
             tile.deleted = True
             tile.save(update_fields=["deleted"])
     for dashboard_id, dashboard in wanted.items():
         if dashboard_id not in existing:
-            DashboardTile.objects.create(dashboard=dashboard, insight=insight, order=_next_order(dashboard))
+            DashboardTile.objects.create(dashboard=dashboard, insight=insight, order=next_tile_order(dashboard))
 
 
 def _duplicate_insight(*, actor, insight: Insight) -> Insight:
@@ -196,7 +184,7 @@ def _template_tiles(*, actor, project: Project, template: dict) -> list[Dashboar
             order=order,
         )
         if spec["type"] == "TEXT":
-            tile.text = _new_text(actor=actor, project_id=project.pk, body=spec["body"])
+            tile.text = text_create(actor=actor, project_id=project.pk, body=spec["body"])
         else:
             tile.insight = _new_insight(
                 actor=actor,
@@ -222,7 +210,7 @@ def _copied_tiles(*, actor, source: Dashboard, duplicate_insights: bool) -> list
     ):
         copied = DashboardTile(layouts=copy.deepcopy(tile.layouts), color=tile.color, order=tile.order)
         if tile.text_id is not None:
-            copied.text = _new_text(actor=actor, project_id=source.project_id, body=tile.text.body)
+            copied.text = text_create(actor=actor, project_id=source.project_id, body=tile.text.body)
         elif duplicate_insights:
             copied.insight = _duplicate_insight(actor=actor, insight=tile.insight)
         else:
@@ -328,123 +316,6 @@ def _remove_tiles_and_lone_insights(*, actor, dashboard: Dashboard) -> None:
     )
 
 
-def _tile_error(message: str) -> ValidationError:
-    return ValidationError({"tiles": ValidationError(message, code="invalid_input")})
-
-
-@transaction.atomic(savepoint=False)  # as dashboard_update, which it serves
-def dashboard_change_tiles(*, actor, dashboard: Dashboard, changes: list[dict]) -> None:
-    """Apply the items of a `tiles` list in order. An item with `id` names a tile the dashboard shows: it sets its
-    `layouts` and `color`, its text's `body` (text tiles only), or removes it with `deleted: true`. An item without
-    `id` adds a text tile (`text: {"body": ...}`) at the end (its `deleted`, if any, means nothing)."""
-    shown = {tile.pk: tile for tile in DashboardTile.objects.filter(dashboard=dashboard).shown().select_related("text")}
-    next_order = _next_order(dashboard)
-    for change in changes:
-        tile_id = change.get("id")
-        if tile_id is None:
-            text = _new_text(actor=actor, project_id=dashboard.project_id, body=change["text"]["body"])
-            DashboardTile.objects.create(
-                dashboard=dashboard,
-                text=text,
-                layouts=change.get("layouts") or {},
-                color=change.get("color"),
-                order=next_order,
-            )
-            next_order += 1
-            continue
-        tile = shown.get(tile_id)
-        if tile is None:
-            raise _tile_error(f"Tile {tile_id} is not on this dashboard.")
-        body = (change.get("text") or {}).get("body")
-        if body is not None:
-            if tile.text is None:
-                raise _tile_error(f"Tile {tile_id} shows an insight; only a text tile has a body.")
-            if tile.text.body != body:
-                text_update(actor=actor, text=tile.text, body=body)
-        updates = [
-            name for name in ("layouts", "color", "deleted") if name in change and getattr(tile, name) != change[name]
-        ]
-        for name in updates:
-            setattr(tile, name, change[name])
-        if updates:
-            tile.save(update_fields=updates)
-
-
-def text_update(*, actor, text: Text, **fields) -> Text:
-    """Change a text (its body, from admin); records who changed it last, and when."""
-    for field, value in fields.items():
-        setattr(text, field, value)
-    text.last_modified_at, text.last_modified_by = timezone.now(), actor
-    text.full_clean()
-    text.save(update_fields=[*fields, "last_modified_at", "last_modified_by"])
-    return text
-
-
-@transaction.atomic(savepoint=False)  # as insight_create
-def dashboard_move_tile(*, actor, tile: DashboardTile, to_dashboard: Dashboard) -> DashboardTile:
-    """Move a tile to the end of another dashboard (locked, so that two moves to it get distinct places). An insight
-    is shown once per dashboard: moving it where it is already shown is refused."""
-    Dashboard.objects.select_for_update().filter(pk=to_dashboard.pk).values_list("pk").first()
-    if tile.insight_id is not None:
-        there = DashboardTile.objects.filter(dashboard=to_dashboard, insight_id=tile.insight_id).first()
-        if there is not None and not there.deleted:
-            raise ValidationError(
-                {"toDashboard": ValidationError("This insight is already on that dashboard.", code="invalid_input")}
-            )
-        if there is not None:
-            there.delete()  # a tile removed earlier; the moved one takes its place
-    tile.dashboard = to_dashboard
-    tile.order = _next_order(to_dashboard)
-    tile.save(update_fields=["dashboard", "order"])
-    return tile
-
-
-@transaction.atomic(savepoint=False)  # as insight_create
-def dashboard_copy_tile(*, actor, tile: DashboardTile, to_dashboard: Dashboard) -> DashboardTile:
-    """Put a copy of another dashboard's tile at the end of `to_dashboard` (locked by the caller): the same insight,
-    or a copy of the text. An insight is shown once per dashboard: copying it where it is already shown is refused."""
-    copied = DashboardTile(
-        dashboard=to_dashboard, layouts=copy.deepcopy(tile.layouts), color=tile.color, order=_next_order(to_dashboard)
-    )
-    if tile.insight_id is not None:
-        there = DashboardTile.objects.filter(dashboard=to_dashboard, insight_id=tile.insight_id).first()
-        if there is not None and not there.deleted:
-            raise ValidationError(
-                {"tileId": ValidationError("This tile's insight is already on this dashboard.", code="invalid_input")}
-            )
-        if there is not None:
-            there.delete()  # a tile removed earlier; the copy takes its place
-        copied.insight_id = tile.insight_id
-    else:
-        copied.text = _new_text(actor=actor, project_id=to_dashboard.project_id, body=tile.text.body)
-    copied.save()
-    return copied
-
-
-@transaction.atomic(savepoint=False)  # as insight_create
-def dashboard_reorder_tiles(*, actor, dashboard: Dashboard, tile_order: list[int]) -> None:
-    """Show the dashboard's tiles in `tile_order`, which names each of them exactly once."""
-    tiles = {tile.pk: tile for tile in DashboardTile.objects.filter(dashboard=dashboard).shown()}
-    unknown = [pk for pk in tile_order if pk not in tiles]
-    missing = [pk for pk in tiles if pk not in tile_order]
-    repeated = sorted({pk for pk in tile_order if tile_order.count(pk) > 1})
-    problems = []
-    if unknown:
-        problems.append(f"Not tiles of this dashboard: {', '.join(map(str, unknown))}.")
-    if missing:
-        problems.append(f"Missing tiles: {', '.join(map(str, sorted(missing)))}.")
-    if repeated:
-        problems.append(f"Named more than once: {', '.join(map(str, repeated))}.")
-    if problems:
-        raise ValidationError({"tile_order": ValidationError(" ".join(problems), code="invalid_input")})
-    moved = []
-    for order, pk in enumerate(tile_order):
-        if tiles[pk].order != order:
-            tiles[pk].order = order
-            moved.append(tiles[pk])
-    DashboardTile.objects.bulk_update(moved, ["order"])
-
-
 # What a revert leaves as it is: what a duplicate never takes (the row's identity, history and deletion), and who may
 # edit the dashboard (its restriction), a decision of its own changed only by name. Every other field is content.
 NOT_RESTORED = NOT_DUPLICATED | {"restriction_level"}
@@ -463,43 +334,8 @@ def dashboard_restore(*, actor, dashboard: Dashboard, state: dict) -> Dashboard:
     }
     dashboard_update(actor=actor, dashboard=dashboard, tags=state.get("tags"), **fields)
     if "tiles" in state:
-        _restore_tiles(actor=actor, dashboard=dashboard, tiles=state["tiles"])
+        dashboard_restore_tiles(actor=actor, dashboard=dashboard, tiles=state["tiles"])
     return dashboard
-
-
-def _restore_tiles(*, actor, dashboard: Dashboard, tiles: list[dict]) -> None:
-    """Show exactly `tiles` (as a representation gave them), in their order. A tile the dashboard still has (shown
-    or removed) comes back as it was; one that is gone is made again: a text from its body, an insight if the
-    project still has it (one deleted since stays deleted, and its tile with it)."""
-    existing = {tile.pk: tile for tile in DashboardTile.objects.filter(dashboard=dashboard).select_related("text")}
-    by_insight = {tile.insight_id: tile for tile in existing.values() if tile.insight_id is not None}
-    kept = []
-    for order, shown in enumerate(tiles):
-        insight_id = (shown.get("insight") or {}).get("id")
-        body = (shown.get("text") or {}).get("body")
-        tile = existing.get(shown.get("id")) or by_insight.get(insight_id)
-        if tile is None and insight_id is not None:
-            insight = Insight.objects.filter(project_id=dashboard.project_id, pk=insight_id, deleted=False).first()
-            if insight is None:
-                continue
-            tile = DashboardTile(dashboard=dashboard, insight=insight)
-        elif tile is None:
-            if body is None:
-                continue
-            tile = DashboardTile(
-                dashboard=dashboard, text=_new_text(actor=actor, project_id=dashboard.project_id, body=body)
-            )
-        elif tile.text is not None and body is not None and tile.text.body != body:
-            text_update(actor=actor, text=tile.text, body=body)
-        tile.layouts, tile.color, tile.order, tile.deleted = (
-            shown.get("layouts") or {},
-            shown.get("color"),
-            order,
-            False,
-        )
-        tile.save()
-        kept.append(tile.pk)
-    DashboardTile.objects.filter(dashboard=dashboard, deleted=False).exclude(pk__in=kept).update(deleted=True)
 
 
 @transaction.atomic(savepoint=False)  # as insight_create

@@ -35,16 +35,14 @@ from dashboards.core.serializers import (
 )
 from dashboards.core.services import (
     dashboard_collaborator_add,
-    dashboard_copy_tile,
     dashboard_create,
-    dashboard_move_tile,
-    dashboard_reorder_tiles,
     dashboard_restore,
     dashboard_update,
     insight_create,
     insight_lock_dashboards,
     insight_update,
 )
+from dashboards.core.tiles import dashboard_copy_tile, dashboard_move_tile, dashboard_reorder_tiles
 from organizations.tenancy import ProjectScopedViewSet
 from pipelines.query.errors import QueryError
 from pipelines.query.limits import QueryLimits
