@@ -9,12 +9,7 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from dashboards.core.models import (
-    Dashboard,
-    DashboardTile,
-    Insight,
-    Text,
-)
+from dashboards.core.models import Dashboard, DashboardTile, Insight, Text
 
 
 def next_tile_order(dashboard: Dashboard) -> int:

@@ -28,17 +28,8 @@ from dashboards.core.models import DashboardTile
 from dashboards.core.results import FILTERED_KINDS, RESULT_FIELDS, SHARED, WRAPPERS, DateOverride, InsightResults
 from dashboards.core.selectors import shown_tiles
 from dashboards.public.embeds import Embed, EmbedRefused, ViewerRange, embed_from_token, viewer_range, within_locked
-from dashboards.public.pages import (
-    VIEWER_RANGES,
-    PageRange,
-    RangeChoice,
-    json_response,
-    page,
-    page_context,
-    page_response,
-    refused_view,
-    stated_range,
-)
+from dashboards.public.pages import json_response, page, page_context, page_response, refused_view
+from dashboards.public.ranges import VIEWER_RANGES, PageRange, RangeChoice, stated_range
 from pipelines.query import dates as query_dates
 from pipelines.query.errors import QueryError
 

@@ -16,7 +16,7 @@ from django.utils import timezone
 from PIL import Image
 from selenium.webdriver.common.by import By
 
-from dashboards.public.pages import days_text
+from dashboards.public.ranges import days_text
 from dashboards.public.services import sharing_configuration_get_or_create, sharing_configuration_update
 from tests.browser.conftest import keep_for_review
 from tests.browser.pages import requested_urls

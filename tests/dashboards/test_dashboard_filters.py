@@ -35,7 +35,7 @@ def insight_url(project, insight) -> str:
 @pytest.fixture
 def page_clock(monkeypatch, frozen_now):  # noqa: F811 - the fixture imported above
     """The pages state their ranges at the time the queries run."""
-    monkeypatch.setattr("dashboards.public.pages.timezone", SimpleNamespace(now=lambda: NOW))
+    monkeypatch.setattr("dashboards.public.ranges.timezone", SimpleNamespace(now=lambda: NOW))
     return NOW
 
 

@@ -19,7 +19,7 @@ COUNT = {"kind": "InsightVizNode", "source": trends(trendsFilter={"display": "Bo
 @pytest.fixture
 def views(project, frozen_now, monkeypatch):  # noqa: F811 - the fixture imported above
     """A page view a day over the last 200 days, from Chrome on even days and Firefox on odd ones."""
-    monkeypatch.setattr("dashboards.public.pages.timezone", SimpleNamespace(now=lambda: NOW))
+    monkeypatch.setattr("dashboards.public.ranges.timezone", SimpleNamespace(now=lambda: NOW))
     for days in range(200):
         add_event(project, NOW - dt.timedelta(days=days, hours=1), **{"$browser": "Chrome" if days % 2 else "Firefox"})
 
