@@ -43,7 +43,7 @@ class DashboardIdsField(serializers.ListField):
     """The ids of the (non-deleted) dashboards showing an insight; as input, the dashboards that should.
 
     Read from the rows `dashboard_tiles` shows (one prefetch for both, see InsightTilesSerializer).
-    dashboards.permissions.requested_dashboard_ids reads the input the same way, to lock those dashboards' rows
+    dashboards.core.permissions.requested_dashboard_ids reads the input the same way, to lock those dashboards' rows
     before the insight's."""
 
     child = serializers.IntegerField()
@@ -54,7 +54,7 @@ class DashboardIdsField(serializers.ListField):
 
 
 class InsightResultMixin:
-    """A read-only field of the insight's result (dashboards.results.RESULT_FIELDS, named as the field), from the
+    """A read-only field of the insight's result (dashboards.core.results.RESULT_FIELDS, named as the field), from the
     response's InsightResults (serializer context `insight_results`, made by the view with the request's `refresh`)."""
 
     def __init__(self, **kwargs):

@@ -67,7 +67,7 @@ def requested_dashboard_ids(request) -> list[int]:
     body names none or they will not validate (the serializer then answers 400).
 
     Not a permission: InsightViewSet.lock_for_write needs these ids before the insight's row is read, to lock the
-    dashboards in the order that cannot deadlock (dashboards.services.insight_lock_dashboards), which is before
+    dashboards in the order that cannot deadlock (dashboards.core.services.insight_lock_dashboards), which is before
     the body is validated. Permissions judge the validated `dashboards` instead."""
     data = request.data
     if not isinstance(data, dict) or "dashboards" not in data:

@@ -18,7 +18,7 @@ def shown_tiles() -> QuerySet[DashboardTile]:
 
 
 def template_document(dashboard: Dashboard) -> dict:
-    """The dashboard as the template document `create_from_template_json` takes (dashboards.template_library): its
+    """The dashboard as the template document `create_from_template_json` takes (dashboards.core.template_library): its
     name, description, filters and tags, and its shown tiles in order with their insights' queries or their texts'
     bodies, layouts and colours. No ids and no users: a document means the same in any project of any installation,
     and creating a dashboard from it gives back the same document."""

@@ -88,7 +88,7 @@ class InsightSerializer(ModelSerializer):
     """An insight (the reference's shape), and the input of create, PATCH and PUT.
 
     Its result (`result`, `last_refresh`, `is_cached`, ...) is read or computed as the request's `refresh` says
-    (dashboards.results): a list or a write shows the cached one, a detail GET computes a stale one by default."""
+    (dashboards.core.results): a list or a write shows the cached one, a detail GET computes a stale one by default."""
 
     created_by = UserBasicSerializer(read_only=True)
     last_modified_by = UserBasicSerializer(read_only=True)
@@ -179,7 +179,7 @@ class TextSerializer(ModelSerializer):
 
 class ShownTilesSerializer(serializers.ListSerializer):
     """A dashboard's tiles: those it shows, in order, never removed ones. Their insights' results are those of the
-    dashboard's filters (dashboards.results.effective_query), never the insights' own."""
+    dashboard's filters (dashboards.core.results.effective_query), never the insights' own."""
 
     def related_queryset(self):
         return shown_tiles()

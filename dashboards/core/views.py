@@ -95,7 +95,7 @@ REFRESH = OpenApiParameter(
 
 
 class InsightResultsMixin:
-    """Views that show insights with their results (dashboards.results). A detail GET reads `?refresh=` (default:
+    """Views that show insights with their results (dashboards.core.results). A detail GET reads `?refresh=` (default:
     `default_refresh`); lists and writes show cached results only, and never compute. Results are not content: they
     are left out of the activity log's comparisons and of the ETag."""
 

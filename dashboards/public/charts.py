@@ -2,7 +2,7 @@
 "People see charts"; §19, "The shared page tells the truth"), so that the page needs no script and loads nothing
 from elsewhere.
 
-Each insight is drawn from its result (dashboards.results) as its query asks: trends as lines, or bars for a bar
+Each insight is drawn from its result (dashboards.core.results) as its query asks: trends as lines, or bars for a bar
 display, a big number for `BoldNumber`, one bar per series for the displays that show one value per series, a
 labelled bar per step for funnels, a table shaded by the share who came back for retention, and HogQL results as a
 table. Every chart also has the numbers as a table, for whoever cannot see the picture. Points, ticks and labels are
@@ -126,8 +126,8 @@ class Chart:
 
 
 def chart(insight: Insight, shown: dict) -> Chart:
-    """The chart of `insight` from its result (`shown`: the RESULT_FIELDS of dashboards.results), drawn as its query
-    asks (a tile's effective query differs from it in dates and properties only, never in how it is drawn)."""
+    """The chart of `insight` from its result (`shown`: the RESULT_FIELDS of dashboards.core.results), drawn as its
+    query asks (a tile's effective query differs from it in dates and properties only, never in how it is drawn)."""
     result = shown["result"]
     if not result:
         return Chart(kind="empty")

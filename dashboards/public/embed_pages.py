@@ -1,7 +1,8 @@
-"""The page of a signed embed, `/embed/<token>`: the shared page's rendering (dashboards.pages) of what the token
-grants (dashboards.embeds), for whoever holds the link, no key; `?format=json` gives the same tiles' results as JSON.
+"""The page of a signed embed, `/embed/<token>`: the shared page's rendering (dashboards.public.pages) of what the token
+grants (dashboards.public.embeds), for whoever holds the link, no key; `?format=json` gives the same tiles' results
+as JSON.
 
-Every tile computes its effective query (dashboards.results): the dashboard's filters, then the token's locked
+Every tile computes its effective query (dashboards.core.results): the dashboard's filters, then the token's locked
 properties ANDed to its own and the locked dates (or a viewer's range inside them, where the token allows one) over
 its range, computed once per SHARED_PAGE_REFRESH_SECONDS for every viewer and cached under that query. A tile whose
 kind takes no properties (HogQL) shows no result on a page that locks anything, rather than more than the token

@@ -49,7 +49,7 @@ def new_embed_kid() -> str:
 
 class EmbedSecret(models.Model):
     """A key a customer's server signs embed tokens with (HS256, header `kid`), for pages of this project's dashboards
-    and insights at `/embed/<token>` (dashboards.embeds). The secret is kept encrypted (workspace.secrets), since
+    and insights at `/embed/<token>` (dashboards.public.embeds). The secret is kept encrypted (workspace.secrets), since
     verifying a signature needs it; it is shown once, when made or rotated. `allowed_origins` are the sites that may
     frame the pages (`Content-Security-Policy: frame-ancestors`); none, no site."""
 

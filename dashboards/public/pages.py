@@ -10,13 +10,13 @@ attempts are counted per address and every attempt is recorded in the activity l
 
 The page tells the truth (DECISIONS.md §19): it states the date range in force and the project's time zone, when
 each result was computed, and draws the tiles where their layout puts them. Each tile computes its effective query
-(dashboards.results): the dashboard's filters, or the range a viewer picked where the sharing allows it (one of the
+(dashboards.core.results): the dashboard's filters, or the range a viewer picked where the sharing allows it (one of the
 reference's relative ranges, no further back than `max_lookback_days`; clamped and said so beyond). Viewers never
 change properties. Results are computed at most once per SHARED_PAGE_REFRESH_SECONDS per query for every viewer;
 views are throttled per address (`shared_page_view` rate). `?format=json` gives every number of the page.
 
 The page's rendering (`page_context`, `page_response`, `json_response`) is shared with other public pages of a
-dashboard (the signed embed, dashboards.embed_pages), which pass their own results and range.
+dashboard (the signed embed, dashboards.public.embed_pages), which pass their own results and range.
 """
 
 import datetime as dt
