@@ -240,6 +240,26 @@ def test_computations_are_throttled_per_key_and_cache_hits_are_not(run, monkeypa
     assert another_key["is_cached"] is False
 
 
+def test_the_route_computes_with_no_transaction_open(transactional_db, reader, project, monkeypatch):
+    """The route runs outside the write path's transaction (`outside_transaction`): while it computes, only the query
+    layer's own read-only transactions open and close."""
+    import pipelines.query.views
+
+    seen = []
+
+    def run_query(**kwargs):
+        seen.append(connection.in_atomic_block)
+        return original(**kwargs)
+
+    original = pipelines.query.views.run_query
+    monkeypatch.setattr(pipelines.query.views, "run_query", run_query)
+
+    response = reader.post(query_url(project.pk), {"query": COUNT, "refresh": "force_blocking"}, format="json")
+
+    assert response.status_code == 200
+    assert seen == [False]
+
+
 def test_a_throttled_answer_says_when_to_retry(reader, project, monkeypatch):
     monkeypatch.setattr(throttling.QueryRateThrottle, "THROTTLE_RATES", {"query": "0/minute"})
 
