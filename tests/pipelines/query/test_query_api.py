@@ -13,6 +13,7 @@ from rest_framework.test import APIClient
 
 from pipelines.events.services import NewEvent, events_ingest
 from pipelines.query.dialects import dialect_for
+from pipelines.query.limits import Deadline
 from pipelines.query.runner import run_query
 from tests.pipelines.query.conftest import NOW, add_event, hogql, query_url, trends
 from workspace.api import throttling
@@ -316,7 +317,7 @@ def test_a_query_cannot_write_and_its_read_only_mode_and_timeout_end_with_it(pro
     insert = sqlglot.parse_one("INSERT INTO pipelines_event (event) VALUES ('x')")
 
     with pytest.raises(DatabaseError, match="read-only transaction"):
-        dialect_for(connection).execute(insert)
+        dialect_for(connection, deadline=Deadline.start()).execute(insert)
 
     with connection.cursor() as cursor:
         cursor.execute("SHOW transaction_read_only")
