@@ -47,7 +47,6 @@ from organizations.tenancy import (
     visible_projects,
 )
 from workspace.api.viewsets import (
-    BaseViewSet,
     CreateMixin,
     DestroyMixin,
     ListMixin,
@@ -208,12 +207,20 @@ class InviteViewSet(OrganizationScopedViewSet, ListMixin, CreateMixin, DestroyMi
 
 
 class DomainViewSet(OrganizationScopedViewSet, ListMixin, CreateMixin, RetrieveMixin, UpdateMixin, DestroyMixin):
-    # /api/organizations/{organization_id}/domains/
+    """/api/organizations/{organization_id}/domains/
+
+    `verify` waits for DNS (up to DOMAIN_VERIFICATION_TIMEOUT), so it runs outside the transaction every other write
+    runs in (`outside_transaction`), which would hold the domain's lock (and on SQLite the database's write lock) all
+    along: it asks DNS first, reading the domain with no lock, then applies the answer in a transaction of its own, as
+    short as any write's, reading the domain again under its lock.
+    """
+
     scope_object = "organization"
     serializer_class = DomainSerializer
     queryset = Domain.objects.none()
     required_level = {action: ADMIN for action in ("create", "update", "partial_update", "destroy", "verify")}
     activity_scope = "Domain"
+    outside_transaction = frozenset({"verify"})
 
     def get_queryset(self):
         return self.organization.domains.order_by("domain", "id")
@@ -223,19 +230,6 @@ class DomainViewSet(OrganizationScopedViewSet, ListMixin, CreateMixin, RetrieveM
 
     def update_object(self, instance, changes):
         return domain_update(actor=self.request.user, instance=instance, **changes)
-
-    def dispatch(self, request, *args, **kwargs):
-        """`verify` waits for DNS (up to DOMAIN_VERIFICATION_TIMEOUT), so it does not run in the transaction every
-        other write runs in, which would hold the domain's lock (and on SQLite the database's write lock) all along:
-        it asks DNS first, then applies the answer in a transaction of its own, as short as any write's."""
-        if self.action_map.get(request.method.lower()) == "verify":
-            return super(BaseViewSet, self).dispatch(request, *args, **kwargs)
-        return super().dispatch(request, *args, **kwargs)
-
-    @property
-    def is_write(self) -> bool:
-        # A read made with no transaction open (verify's, before DNS) could not keep a lock: it takes none.
-        return super().is_write and transaction.get_connection().in_atomic_block
 
     @extend_schema(request=None, responses={200: DomainSerializer})
     @action(detail=True, methods=["post"], required_scopes=["organization:write"])

@@ -34,7 +34,7 @@ from pipelines.batch_exports.services import (
     batch_export_unpause,
     batch_export_update,
 )
-from workspace.api.viewsets import BaseViewSet, CreateMixin, DestroyMixin, ListMixin, RetrieveMixin, UpdateMixin
+from workspace.api.viewsets import CreateMixin, DestroyMixin, ListMixin, RetrieveMixin, UpdateMixin
 from workspace.services import secret_mask
 
 PROJECT_ID = OpenApiParameter(
@@ -82,6 +82,10 @@ class BatchExportViewSetMixin(ListMixin, CreateMixin, RetrieveMixin, UpdateMixin
 
     A route says which exports it sees (`get_queryset`) and where a new one goes (`create_object`); both routes
     show the same records, so an export created through either is found through both.
+
+    A destination test waits on the destination (up to half a minute), so it runs outside the transaction every
+    other write runs in (`outside_transaction`): that would hold the export's row lock (and on SQLite the database's
+    write lock) all along. It changes nothing: no activity entry, no new ETag.
     """
 
     scope_object = "batch_export"
@@ -89,6 +93,7 @@ class BatchExportViewSetMixin(ListMixin, CreateMixin, RetrieveMixin, UpdateMixin
     serializer_class = BatchExportSerializer
     filterset_class = BatchExportFilterSet
     queryset = BatchExport.objects.none()
+    outside_transaction = DESTINATION_TESTS
 
     def activity_context(self, instance) -> dict:
         return {"organization_id": self.organization.id, "project_id": instance.project_id}
@@ -129,19 +134,6 @@ class BatchExportViewSetMixin(ListMixin, CreateMixin, RetrieveMixin, UpdateMixin
 
     def destroy_object(self, instance):
         batch_export_delete(actor=self.request.user, batch_export=instance)
-
-    def dispatch(self, request, *args, **kwargs):
-        """A destination test waits on the destination (up to half a minute), so it runs outside the transaction
-        every write runs in: that would hold the export's row lock (and on SQLite the database's write lock) all
-        along. It changes nothing: no activity entry, no new ETag."""
-        if self.action_map.get(request.method.lower()) in DESTINATION_TESTS:
-            return super(BaseViewSet, self).dispatch(request, *args, **kwargs)
-        return super().dispatch(request, *args, **kwargs)
-
-    @property
-    def is_write(self) -> bool:
-        # A destination test only reads the export, with no transaction open: it takes no lock.
-        return super().is_write and self.action not in DESTINATION_TESTS
 
     @extend_schema(
         request=BatchExportDestinationTestSerializer,

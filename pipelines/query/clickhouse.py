@@ -2,11 +2,11 @@
 
 A deployment that keeps its events at scale keeps them in ClickHouse, in an `events` table with the columns of
 `pipelines.models.Event` (`properties` as JSON text). Nothing about a query changes there but its dialect: `run()`
-computes a kind as the runner does, passing it `pipelines.query.dialects.ClickHouse` instead of the connection's
-dialect, so each kind builds its trees as it does for PostgreSQL (the project's filter in the tree, values as
-literals) with ClickHouse's functions (`JSONExtract*`, `toTimeZone`, `toStartOf*`, `toDateTime64`), and each
-statement, rendered read-only and bounded for ClickHouse, goes to `execute` (a cluster's client, or chDB in the
-tests); the rows are shaped exactly as the kind does for the API.
+computes a kind as the runner does, passing it `pipelines.query.dialects.ClickHouse` (built with the deadline the
+computation starts with) instead of the connection's dialect, so each kind builds its trees as it does for PostgreSQL
+(the project's filter in the tree, values as literals) with ClickHouse's functions (`JSONExtract*`, `toTimeZone`,
+`toStartOf*`, `toDateTime64`), and each statement, rendered read-only and bounded for ClickHouse, goes to `execute` (a
+cluster's client, or chDB in the tests); the rows are shaped exactly as the kind does for the API.
 
 Funnels and retention run the same statement as on PostgreSQL (their events with each one's person, sorted by person
 and time) and the same walk over its rows, in Python.
@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pipelines.query.dialects import ClickHouse
 from pipelines.query.errors import QueryError
 from pipelines.query.kinds import KINDS, parse_query
+from pipelines.query.limits import Deadline
 from pipelines.query.nodes import ParsedQuery
 from pipelines.query.runner import compute
 
@@ -40,7 +41,7 @@ def run(
     kind = parsed.node.kind
     if not KINDS[kind].clickhouse:
         raise QueryError(f"{kind} is not rendered for ClickHouse.", attr=parsed.attr("kind"))
-    dialect = ClickHouse(execute, events_table=events_table, persons_table=persons_table)
+    dialect = ClickHouse(execute, deadline=Deadline.start(), events_table=events_table, persons_table=persons_table)
     return compute(parsed, project=project, now=now, dialect=dialect)
 
 

@@ -2,9 +2,10 @@
 
 Every kind builds one sqlglot tree (pipelines.query.sql: the events table with the project's filter, columns and
 literals). The few operations whose SQL differs between engines are methods of a `Dialect`, and so is running a tree.
-Whoever runs a query picks the dialect and passes it down: the runner takes the connection's (`dialect_for()`:
-`PostgreSQL` or `SQLite`), the ClickHouse runner (pipelines.query.clickhouse) passes `ClickHouse(execute)`. Nothing
-else decides which engine a tree is for.
+Whoever runs a query picks the dialect and passes it down, built with the computation's deadline
+(pipelines.query.limits.Deadline) that its statements share: the runner takes the connection's
+(`dialect_for(connection, deadline=...)`: `PostgreSQL` or `SQLite`), the ClickHouse runner (pipelines.query.clickhouse)
+passes `ClickHouse(execute, deadline=...)`. Nothing else decides which engine a tree is for, nor how long it may run.
 
 - `PostgreSQL`: JSONB `->>`, `AT TIME ZONE`, `date_trunc`, timestamptz literals.
 - `SQLite`: JSON1's `json_extract`, and Django's own SQLite functions `django_datetime_trunc` /
@@ -13,29 +14,27 @@ else decides which engine a tree is for.
 - `ClickHouse`: `JSONExtract*` over the JSON text of `properties`, `toTimeZone`, `toStartOf*`, `toDateTime64`.
 
 `PostgreSQL` and `SQLite` run a tree through Django's connection in a read-only transaction with a statement timeout
-of the time its computation has left (pipelines.query.limits: one computation's statements share
-`QUERY_TIMEOUT_MS`): `SET TRANSACTION READ ONLY` and `SET LOCAL statement_timeout` on PostgreSQL; `PRAGMA query_only`
-and a progress handler that interrupts the statement on SQLite. The transaction (or the savepoint, when the caller is
-in one) is rolled back afterwards, so the settings never outlive the query. `ClickHouse` sends each statement,
-rendered read-only and bounded (its `SETTINGS`), to the executor it is given.
+of the time left to their deadline (one computation's statements share `QUERY_TIMEOUT_MS`): `SET TRANSACTION READ
+ONLY` and `SET LOCAL statement_timeout` on PostgreSQL; `PRAGMA query_only` and a progress handler that interrupts the
+statement on SQLite. The transaction (or the savepoint, when the caller is in one) is rolled back afterwards, so the
+settings never outlive the query. `ClickHouse` sends each statement, rendered read-only and bounded (its `SETTINGS`),
+to the executor it is given.
 """
 
 import datetime as dt
 import re
-import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from itertools import chain
 from typing import TypeVar
 
 import sqlglot
-from django.conf import settings
 from django.db import DatabaseError, DataError, OperationalError, ProgrammingError, connection, transaction
 from sqlglot import exp
 
 from pipelines.events.models import Event, PersonDistinctId
-from pipelines.query import limits
 from pipelines.query.errors import QueryError
+from pipelines.query.limits import Deadline
 from pipelines.query.sql import EVENTS, PERSON_IDS, column, number, string
 
 T = TypeVar("T")
@@ -127,9 +126,9 @@ class Dialect:
     # Running -------------------------------------------------------------------------------------------------------
 
     def execute(self, tree: exp.Expression, *, max_bytes: int | None = None) -> list[tuple]:
-        """Run a SELECT tree read-only within the time its computation has left (pipelines.query.limits: all the
-        statements of one computation share `QUERY_TIMEOUT_MS`); its rows. QueryTimeout past the deadline; QueryError
-        when the database refuses the statement (a type it cannot compare, a regular expression it cannot read).
+        """Run a SELECT tree read-only within the time left to the deadline the dialect was built with (all the
+        statements of one computation share it); its rows. QueryTimeout past the deadline; QueryError when the
+        database refuses the statement (a type it cannot compare, a regular expression it cannot read).
 
         With `max_bytes`, rows are read one at a time as the database sends them and the statement is cancelled as
         soon as their values pass that size: QueryError `result_too_large`, never the whole result held."""
@@ -142,9 +141,11 @@ class Dialect:
         raise NotImplementedError
 
 
-def dialect_for(connection) -> Dialect:
-    """The dialect of a Django connection: the service's own database."""
-    return PostgreSQL() if connection.vendor == "postgresql" else SQLite()
+def dialect_for(connection, *, deadline: Deadline | None = None) -> Dialect:
+    """The dialect of a Django connection: the service's own database. It runs statements within `deadline`; without
+    one it builds and renders trees (a batch export's WHERE) but runs none."""
+    dialect = PostgreSQL if connection.vendor == "postgresql" else SQLite
+    return dialect(deadline=deadline)
 
 
 class NoRows:
@@ -168,20 +169,32 @@ class NoRows:
 
 
 class _Connected(Dialect):
-    """A dialect of Django's connection: each statement in a read-only transaction, rolled back afterwards."""
+    """A dialect of Django's connection: each statement in a read-only transaction, rolled back afterwards, within
+    the time left to `deadline`."""
 
     refused: tuple[type[DatabaseError], ...] = (DataError, ProgrammingError)
 
+    def __init__(self, *, deadline: Deadline | None = None):
+        self._deadline = deadline
+
+    @property
+    def deadline(self) -> Deadline:
+        if self._deadline is None:
+            raise TypeError(
+                f"{type(self).__name__} was built without a deadline, so it runs no statement: build it with the "
+                "computation's, dialect_for(connection, deadline=Deadline.start())."
+            )
+        return self._deadline
+
     def execute(self, tree: exp.Expression, *, max_bytes: int | None = None) -> list[tuple]:
         sql = self.render(tree)
-        timeout_ms = limits.remaining_ms()  # QueryTimeout once the computation has no time left
+        timeout_ms = self.deadline.remaining_ms()  # QueryTimeout once the computation has no time left
         return self._read_only(lambda cursor: self._rows(cursor, sql, timeout_ms, max_bytes))
 
     def stream(self, tree: exp.Expression, consume: Callable[[Iterator[tuple]], T]) -> T:
         sql = self.render(tree)
-        timeout_ms = limits.remaining_ms()
-        deadline = limits.deadline()
-        return self._read_only(lambda cursor: self._consumed(cursor, sql, timeout_ms, deadline, consume))
+        timeout_ms = self.deadline.remaining_ms()
+        return self._read_only(lambda cursor: self._consumed(cursor, sql, timeout_ms, consume))
 
     def _read_only(self, read: Callable):
         try:
@@ -200,7 +213,7 @@ class _Connected(Dialect):
         """The 400 for a statement the database stopped or refused; None for a database in trouble (the API's
         503)."""
         if self._stopped(error):
-            return limits.timed_out()
+            return self.deadline.timed_out()
         if isinstance(error, self.refused):
             message = re.sub(r"\s+", " ", str(error).strip().splitlines()[0] if str(error).strip() else "")[:300]
             return QueryError(f"The database could not run the query: {message}")
@@ -212,7 +225,7 @@ class _Connected(Dialect):
     def _rows(self, cursor, sql: str, timeout_ms: int, max_bytes: int | None) -> list[tuple]:
         raise NotImplementedError
 
-    def _consumed(self, cursor, sql: str, timeout_ms: int, deadline: float, consume: Callable):
+    def _consumed(self, cursor, sql: str, timeout_ms: int, consume: Callable):
         raise NotImplementedError
 
 
@@ -280,14 +293,14 @@ class PostgreSQL(_Connected):
         with connection.wrap_database_errors:
             return _capped(cursor.cursor.stream(sql), max_bytes)
 
-    def _consumed(self, cursor, sql: str, timeout_ms: int, deadline: float, consume: Callable):
+    def _consumed(self, cursor, sql: str, timeout_ms: int, consume: Callable):
         self._begin(cursor, timeout_ms)
         # psycopg's chunked mode (libpq 17+): the statement runs as any other (parallel workers, the planner's
         # whole-result plan, any pooler), its rows arriving STREAM_CHUNK at a time.
         rows = cursor.cursor.stream(sql, size=STREAM_CHUNK)
         try:
             with connection.wrap_database_errors:
-                return consume(_timed(rows, deadline))
+                return consume(_timed(rows, self.deadline))
         finally:
             rows.close()  # a stream left early cancels its statement
 
@@ -389,23 +402,23 @@ class SQLite(_Connected):
         return "interrupted" in str(error)
 
     def _rows(self, cursor, sql: str, timeout_ms: int, max_bytes: int | None) -> list[tuple]:
-        with _sqlite_guard(cursor, limits.deadline()):
+        with _sqlite_guard(cursor, self.deadline):
             cursor.execute(sql)
             return cursor.fetchall() if max_bytes is None else _capped(iter(cursor), max_bytes)
 
-    def _consumed(self, cursor, sql: str, timeout_ms: int, deadline: float, consume: Callable):
-        with _sqlite_guard(cursor, deadline):
+    def _consumed(self, cursor, sql: str, timeout_ms: int, consume: Callable):
+        with _sqlite_guard(cursor, self.deadline):
             cursor.execute(sql)
-            return consume(_chunks(cursor, deadline))
+            return consume(_chunks(cursor, self.deadline))
 
 
 @contextmanager
-def _sqlite_guard(cursor, deadline: float) -> Iterator[None]:
+def _sqlite_guard(cursor, deadline: Deadline) -> Iterator[None]:
     """One statement read-only (`PRAGMA query_only`) and interrupted past the deadline (a progress handler)."""
     raw = connection.connection
     raw.create_function(SQLITE_LOWER, 1, _unicode_lower, deterministic=True)
     cursor.execute("PRAGMA query_only = ON")
-    raw.set_progress_handler(lambda: time.monotonic() > deadline, SQLITE_PROGRESS_STEPS)
+    raw.set_progress_handler(deadline.passed, SQLITE_PROGRESS_STEPS)
     try:
         yield
     finally:
@@ -454,19 +467,19 @@ def _capped(rows: Iterator[tuple], max_bytes: int) -> list[tuple]:
     return kept
 
 
-def _timed(rows: Iterator[tuple], deadline: float) -> Iterator[tuple]:
+def _timed(rows: Iterator[tuple], deadline: Deadline) -> Iterator[tuple]:
     """The rows, until the computation's deadline: looked at once a chunk, so that a long walk stops in time."""
     for count, row in enumerate(rows, start=1):
-        if not count % STREAM_CHUNK and time.monotonic() > deadline:
-            raise limits.timed_out()
+        if not count % STREAM_CHUNK and deadline.passed():
+            raise deadline.timed_out()
         yield row
 
 
-def _chunks(cursor, deadline: float) -> Iterator[tuple]:
+def _chunks(cursor, deadline: Deadline) -> Iterator[tuple]:
     def fetched() -> Iterator[list[tuple]]:
         while True:
-            if time.monotonic() > deadline:  # the statement's time is each fetch's; the walk's is counted here
-                raise limits.timed_out()
+            if deadline.passed():  # the statement's time is each fetch's; the walk's is counted here
+                raise deadline.timed_out()
             rows = cursor.fetchmany(STREAM_CHUNK)
             if not rows:
                 return
@@ -489,7 +502,7 @@ class ClickHouse(Dialect):
     - PostgreSQL's `percentile_cont(p) WITHIN GROUP (ORDER BY x)` becomes `quantileExactInclusive(p)(x)`, which
       interpolates between the two nearest ranks as percentile_cont does.
 
-    Every statement carries `SETTINGS readonly = 2, max_execution_time = …` (the layer's `QUERY_TIMEOUT_MS`):
+    Every statement carries `SETTINGS readonly = 2, max_execution_time = …` (its `deadline`'s whole timeout):
     read-only and bounded on the server, as PostgreSQL's `SET TRANSACTION READ ONLY` and `statement_timeout` are; and
     `join_use_nulls = 1`, so that an event whose distinct id names no person counts as that id, as on PostgreSQL."""
 
@@ -499,10 +512,12 @@ class ClickHouse(Dialect):
         self,
         execute: Callable[[str], Iterator[tuple] | list[tuple]],
         *,
+        deadline: Deadline,
         events_table: str = "events",
         persons_table: str = "person_distinct_ids",
     ):
         self.executor = execute
+        self.deadline = deadline
         self.sources = {
             Event._meta.db_table: (_clickhouse_table(events_table), EVENTS),
             PersonDistinctId._meta.db_table: (_clickhouse_table(persons_table), PERSON_IDS),
@@ -510,7 +525,7 @@ class ClickHouse(Dialect):
 
     def render(self, tree: exp.Expression) -> str:
         rendered = tree.copy().transform(self._rewrite)
-        seconds = max(int(settings.QUERY_TIMEOUT_MS), 1) / 1000
+        seconds = max(self.deadline.timeout_ms, 1) / 1000
         rendered.set(
             "settings",
             [

@@ -3,8 +3,9 @@ applies while reading a run's events.
 
     SELECT uuid, properties.$browser AS browser FROM events WHERE event = '$pageview' AND properties.plan = 'pro'
 
-The text is parsed, bounded and translated by `pipelines.query.hogql` (its paths, comparisons, time literals and
-messages), held to the part of HogQL an export can run, and its errors are the query layer's `QueryError`:
+The text is parsed, bounded and translated by `pipelines.query.hogql.Translator` (its paths, comparisons, time
+literals and messages), held through the translator's override points to the part of HogQL an export can run, and its
+errors are the query layer's `QueryError`:
 - columns: `*` (the event fields below, in order), the event fields `uuid`, `event`, `distinct_id`, `properties`,
   `timestamp`, `inserted_at`, `created_at` (the same time as `inserted_at`, under its earlier name) and `team_id` (the
   project), optionally written `events.<field>`, and properties (`properties.name`, `properties.a.b`,
@@ -44,7 +45,7 @@ from sqlglot import exp
 from pipelines.events.models import Event
 from pipelines.query.dialects import Dialect, dialect_for
 from pipelines.query.errors import QueryError
-from pipelines.query.hogql import CANONICAL, NUMERIC, TIMES, TRUNCATIONS, Typed, _text, _Translator
+from pipelines.query.hogql import CANONICAL, NUMERIC, TIMES, TRUNCATIONS, Translator, Typed, hogql_text
 from pipelines.query.sql import EVENTS, column, string
 
 MAX_QUERY_LENGTH = 10_000
@@ -123,15 +124,16 @@ def events_condition(query: ExportQuery) -> RawSQL | None:
     return RawSQL(sql.replace("%", "%%"), (), output_field=BooleanField())  # no parameters: `%` stands for itself
 
 
-class _ExportTranslator(_Translator):
+class _ExportTranslator(Translator):
     """The HogQL translator held to what an export runs: the export's fields, conditions over one event, and
-    comparisons that run on both engines whatever the values (see the module's docstring)."""
+    comparisons that run on both engines whatever the values (see the module's docstring). It overrides the
+    translator's override points only (`visit_<kind>` methods of `EXPRESSIONS`, `pair`)."""
 
     def __init__(self, dialect: Dialect):
         super().__init__(project_id=0, tz="UTC", now=dt.datetime(1970, 1, 1, tzinfo=dt.UTC), dialect=dialect)
 
     def compile(self, text: str) -> ExportQuery:
-        select = self._parse(text)
+        select = self.parse(text)
         for key, value in select.args.items():
             if key not in CLAUSES and value not in (None, [], False):
                 name = CLAUSE_NAMES.get(key, key.upper().rstrip("_"))
@@ -139,7 +141,7 @@ class _ExportTranslator(_Translator):
         from_ = select.args.get("from_") or select.args.get("from")
         if from_ is None:
             raise QueryError(f"The query must select FROM events: use {SHAPE}.")
-        self._table(from_.this)
+        self.from_table(from_.this)
         if from_.this.alias:
             raise QueryError("FROM events takes no alias in a batch export's query.")
         columns = self._columns(select.expressions)
@@ -166,10 +168,10 @@ class _ExportTranslator(_Translator):
         """The path of an exported column, read from each event by the exporters (so no SQL is built for it)."""
         if not isinstance(node, exp.Column | exp.Bracket | exp.Dot):
             raise QueryError(
-                f"{_text(node)[:80]} cannot be exported: select *, the event fields ({', '.join(FIELDS)}) or "
+                f"{hogql_text(node)[:80]} cannot be exported: select *, the event fields ({', '.join(FIELDS)}) or "
                 "properties.<name>, each with an optional AS name."
             )
-        path = tuple(self._path(node))
+        path = tuple(self.path(node))
         if (len(path) == 1 and path[0] in FIELDS) or (path[0] == "properties" and len(path) > 1):
             return path
         raise self._unknown(path)
@@ -177,54 +179,54 @@ class _ExportTranslator(_Translator):
     # The WHERE ---------------------------------------------------------------------------------------------------
 
     def _condition(self, node: exp.Expression) -> Typed:
-        typed = self._rewrite(node)
+        typed = self.visit(node)
         if typed.type != "Bool":
             raise QueryError(
-                f"{_text(node)[:80]} is not a condition: WHERE and its AND, OR and NOT take comparisons (=, !=, <, "
-                "<=, >, >=, IN, BETWEEN, LIKE, IS NULL)."
+                f"{hogql_text(node)[:80]} is not a condition: WHERE and its AND, OR and NOT take comparisons (=, !=, "
+                "<, <=, >, >=, IN, BETWEEN, LIKE, IS NULL)."
             )
         return typed
 
-    # The translator's grammar (_Translator.EXPRESSIONS), held to one event: AND, OR and NOT take conditions; LIKE, IN
+    # The translator's grammar (Translator.EXPRESSIONS), held to one event: AND, OR and NOT take conditions; LIKE, IN
     # and BETWEEN compare as the module's docstring says; arithmetic, now() and INTERVAL are refused.
 
-    def _logical(self, node: exp.And | exp.Or, *, aliases: bool) -> Typed:
+    def visit_logical(self, node: exp.And | exp.Or, *, aliases: bool) -> Typed:
         left, right = self._condition(node.this), self._condition(node.expression)
         return Typed(type(node)(this=left.node, expression=right.node), "Bool")
 
-    def _not(self, node: exp.Not, *, aliases: bool) -> Typed:
+    def visit_not(self, node: exp.Not, *, aliases: bool) -> Typed:
         return Typed(exp.Not(this=self._condition(node.this).node), "Bool")
 
-    def _between(self, node: exp.Between, *, aliases: bool) -> Typed:
-        subject = self._rewrite(node.this)
-        low = self._pair(_again(subject), self._rewrite(node.args["low"]))
-        high = self._pair(_again(subject), self._rewrite(node.args["high"]))
+    def visit_between(self, node: exp.Between, *, aliases: bool) -> Typed:
+        subject = self.visit(node.this)
+        low = self.pair(_again(subject), self.visit(node.args["low"]))
+        high = self.pair(_again(subject), self.visit(node.args["high"]))
         return Typed(exp.Paren(this=exp.and_(exp.GTE(**_sides(low)), exp.LTE(**_sides(high)))), "Bool")
 
-    def _arithmetic(self, node: exp.Expression, *, aliases: bool) -> Typed:
+    def visit_arithmetic(self, node: exp.Expression, *, aliases: bool) -> Typed:
         raise QueryError(
             "Arithmetic, now() and INTERVAL are not allowed in a batch export's WHERE: compare columns and "
             "properties with values (a run must read the same events whenever it runs)."
         )
 
-    def _literal(self, node: exp.Literal, *, aliases: bool) -> Typed:
+    def visit_literal(self, node: exp.Literal, *, aliases: bool) -> Typed:
         if not node.is_string and not math.isfinite(float(node.this)):
             raise QueryError(f"{node.this[:50]} is beyond the range of numbers.")
-        return super()._literal(node, aliases=aliases)
+        return super().visit_literal(node, aliases=aliases)
 
-    def _column(self, node: exp.Expression, *, aliases: bool) -> Typed:
-        keys = self._path(node)
+    def visit_column(self, node: exp.Expression, *, aliases: bool) -> Typed:
+        keys = self.path(node)
         if len(keys) == 1 and keys[0] in FIELDS:
             name, kind = FIELDS[keys[0]]
             return Typed(self.dialect.uuid_text(column(name)) if name == "uuid" else column(name), kind)
         if keys[0] == "properties" and len(keys) > 1:
-            return super()._column(node, aliases=False)
+            return super().visit_column(node, aliases=False)
         raise self._unknown(keys)
 
     def _unknown(self, keys) -> QueryError:
         return QueryError(f"Unknown column {'.'.join(keys)}: use {', '.join(FIELDS)}, or properties.<name>.")
 
-    def _function(self, node: exp.Func, *, aliases: bool) -> Typed:
+    def visit_function(self, node: exp.Func, *, aliases: bool) -> Typed:
         written = node.name if isinstance(node, exp.Anonymous) else node.sql_name().lower()
         name = CANONICAL.get(written.lower(), written)
         if name in AGGREGATES:
@@ -237,13 +239,13 @@ class _ExportTranslator(_Translator):
                 f"The function {name}() is not allowed in a batch export's query; its WHERE may use "
                 f"{', '.join(FUNCTIONS)}."
             )
-        return super()._function(node, aliases=aliases)
+        return super().visit_function(node, aliases=aliases)
 
-    def _pair(self, left: Typed, right: Typed) -> tuple[Typed, Typed]:
+    def pair(self, left: Typed, right: Typed) -> tuple[Typed, Typed]:
         """Both sides of a comparison, comparable on both engines whatever the values: the translator's pairing (time
         literals, properties read as numbers), then a uuid literal read as a uuid, and values of different kinds
         compared as text."""
-        left, right = super()._pair(left, right)
+        left, right = super().pair(left, right)
         left, right = _uuid_literal(left, right), _uuid_literal(right, left)
         if "Null" in (left.type, right.type) or _kind(left) == _kind(right):
             return left, right
@@ -269,23 +271,23 @@ class _ExportTranslator(_Translator):
             "'2024-01-01T00:00:00Z', and one property at a time (properties.<name>)."
         )
 
-    def _like(self, node: exp.Like | exp.ILike, *, aliases: bool) -> Typed:
+    def visit_like(self, node: exp.Like | exp.ILike, *, aliases: bool) -> Typed:
         """LIKE case-sensitive and ILIKE not, with `%` and `_` as the only special characters, on both engines."""
         usage = f"matched with {node.key.upper()}"
-        subject = self._text(self._rewrite(node.this), usage=usage).node
-        pattern = self._text(self._rewrite(node.expression), usage=usage).node
+        subject = self._text(self.visit(node.this), usage=usage).node
+        pattern = self._text(self.visit(node.expression), usage=usage).node
         return Typed(self.dialect.plain_like(subject, pattern, ignore_case=isinstance(node, exp.ILike)), "Bool")
 
-    def _in(self, node: exp.In, *, aliases: bool) -> Typed:
+    def visit_in(self, node: exp.In, *, aliases: bool) -> Typed:
         """`x IN (values)`, each value paired with `x` on its own: values of several kinds give one IN per kind."""
         if node.args.get("query") or node.args.get("unnest"):
-            return super()._in(node, aliases=aliases)  # refused as a subquery
+            return super().visit_in(node, aliases=aliases)  # refused as a subquery
         if node.args.get("field") or not node.expressions:
             raise QueryError("IN takes a list of values.")
-        subject = self._rewrite(node.this)
+        subject = self.visit(node.this)
         groups: dict[str, tuple[exp.Expression, list[exp.Expression]]] = {}
         for option in node.expressions:
-            left, right = self._pair(_again(subject), self._rewrite(option))
+            left, right = self.pair(_again(subject), self.visit(option))
             groups.setdefault(left.node.sql(), (left.node, []))[1].append(right.node)
         tests = [exp.In(this=left, expressions=values) for left, values in groups.values()]
         return Typed(tests[0] if len(tests) == 1 else exp.Paren(this=exp.or_(*tests)), "Bool")

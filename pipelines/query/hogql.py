@@ -76,7 +76,7 @@ class Typed:
 def run(parsed: ParsedQuery, *, project, now: dt.datetime, dialect: Dialect) -> dict:
     query: HogQLQuery = parsed.node
     try:
-        translator = _Translator(project_id=project.pk, tz=project.time_zone, now=now, dialect=dialect)
+        translator = Translator(project_id=project.pk, tz=project.time_zone, now=now, dialect=dialect)
         translation = translator.translate(query.query)
     except RecursionError:
         raise _too_deep() from None
@@ -106,7 +106,22 @@ class Translation:
     hogql: str
 
 
-class _Translator:
+class Translator:
+    """Reads a HogQL text into a tree over the project's events (`translate()`): each expression it allows is copied
+    into the new tree with the type of its values; anything else is a QueryError naming it.
+
+    A grammar built on this one (a batch export's `hogql_query`, pipelines.query.exports) subclasses it. Its override
+    points:
+    - `EXPRESSIONS`, what an expression may be: node types and the `visit_<kind>(node, *, aliases)` method that
+      rewrites them into a `Typed` (`aliases`: whether a select's `AS` name may stand for its expression, as in GROUP
+      BY and ORDER BY). Override a `visit_<kind>` method to hold that kind to the subclass's rules or to refuse it;
+      `visit()` reads the table, so a new entry adds a kind.
+    - `pair(left, right)`: how the two sides of a comparison (`=`, `IN`, `BETWEEN`) are made comparable.
+    To read a text of its own shape it calls `parse()` (one SELECT, bounded in length and depth), `from_table()`
+    (FROM events), `visit()` (any expression, through `EXPRESSIONS`) and `path()` (a column's or a property's keys).
+    The other methods (`_`-prefixed) are this grammar's own.
+    """
+
     def __init__(self, *, project_id: int, tz: str, now: dt.datetime, dialect: Dialect):
         self.project_id = project_id
         self.tz = tz
@@ -118,7 +133,7 @@ class _Translator:
         self.persons = False  # whether the text reads person_id, which joins each event's person
 
     def translate(self, text: str) -> Translation:
-        select = self._parse(text)
+        select = self.parse(text)
         for key, value in select.args.items():
             if key not in CLAUSES and value not in (None, [], False):
                 name = CLAUSE_NAMES.get(key, key.upper().rstrip("_"))
@@ -127,21 +142,21 @@ class _Translator:
                 )
         from_ = select.args.get("from_") or select.args.get("from")
         if from_ is not None:
-            self._table(from_.this)
+            self.from_table(from_.this)
 
         columns: list[tuple[str, str]] = []
         expressions = []
         for expression in select.expressions:
             if isinstance(expression, exp.Star):
                 for name in STAR:
-                    typed = self._rewrite(exp.column(name))
+                    typed = self.visit(exp.column(name))
                     columns.append((name, typed.type))
                     expressions.append(typed.node.as_(f"c{len(expressions)}"))
                 continue
             alias = expression.alias if isinstance(expression, exp.Alias) else None
             inner = expression.this if isinstance(expression, exp.Alias) else expression
-            typed = self._rewrite(inner)
-            name = alias or (inner.parts[-1].name if isinstance(inner, exp.Column) else _text(inner))
+            typed = self.visit(inner)
+            name = alias or (inner.parts[-1].name if isinstance(inner, exp.Column) else hogql_text(inner))
             if alias:
                 self.aliases[alias] = typed
             columns.append((name, typed.type))
@@ -154,13 +169,13 @@ class _Translator:
         where = select.args.get("where")
         condition = project_filter
         if where is not None:
-            condition = exp.and_(project_filter, exp.Paren(this=self._rewrite(where.this).node))
+            condition = exp.and_(project_filter, exp.Paren(this=self.visit(where.this).node))
         tree = tree.where(condition)
         if self.persons:
             tree = with_persons(tree, self.project_id)
         group = select.args.get("group")
         if group is not None:
-            tree = tree.group_by(*(self._rewrite(item, aliases=True).node for item in group.expressions))
+            tree = tree.group_by(*(self.visit(item, aliases=True).node for item in group.expressions))
         order = select.args.get("order")
         if order is not None:
             tree = tree.order_by(*(self._ordered(item) for item in order.expressions))
@@ -171,9 +186,11 @@ class _Translator:
             tree = tree.offset(offset)
         shown = select.copy()
         shown.set("limit", exp.Limit(expression=exp.Literal.number(limit)))
-        return Translation(tree=tree, columns=columns, limit=limit, offset=offset, hogql=_text(shown))
+        return Translation(tree=tree, columns=columns, limit=limit, offset=offset, hogql=hogql_text(shown))
 
-    def _parse(self, text: str) -> exp.Select:
+    def parse(self, text: str) -> exp.Select:
+        """The text's one SELECT, parsed; QueryError for a text that nests too deep, holds several statements or
+        anything but a SELECT."""
         try:
             _check_nesting(text)
             statements = [statement for statement in sqlglot.parse(text) if statement is not None]
@@ -191,7 +208,8 @@ class _Translator:
             raise QueryError(f"Only SELECT is allowed, not {statement.key.upper()}.")
         return statement
 
-    def _table(self, table: exp.Expression) -> None:
+    def from_table(self, table: exp.Expression) -> None:
+        """Check that a FROM reads `events` (remembering its alias); QueryError for any other table or a subquery."""
         if isinstance(table, exp.Subquery | exp.Select):
             raise QueryError("Subqueries are not allowed: select FROM events.")
         if (
@@ -214,9 +232,9 @@ class _Translator:
 
     def _ordered(self, item: exp.Expression) -> exp.Expression:
         if not isinstance(item, exp.Ordered):
-            return self._rewrite(item, aliases=True).node
+            return self.visit(item, aliases=True).node
         return exp.Ordered(
-            this=self._rewrite(item.this, aliases=True).node,
+            this=self.visit(item.this, aliases=True).node,
             desc=item.args.get("desc"),
             nulls_first=item.args.get("nulls_first"),
         )
@@ -224,99 +242,101 @@ class _Translator:
     # Expressions ---------------------------------------------------------------------------------------------------
 
     # What an expression may be, tried in this order: its node types and the method that rewrites them (a subclass
-    # restricts the grammar by overriding a method). Anything else is refused, naming it.
+    # restricts the grammar by overriding a `visit_<kind>` method). Anything else is refused, naming it.
     EXPRESSIONS: tuple[tuple[tuple[type[exp.Expression], ...], str], ...] = (
-        ((exp.Column, exp.Bracket, exp.Dot), "_column"),
-        ((exp.Literal,), "_literal"),
-        ((exp.Null,), "_null"),
-        ((exp.Boolean,), "_boolean"),
-        ((exp.Paren,), "_paren"),
-        ((exp.Neg,), "_neg"),
-        ((exp.And, exp.Or), "_logical"),
-        ((exp.Not,), "_not"),
-        (COMPARISONS, "_comparison"),
-        ((exp.Like, exp.ILike), "_like"),
-        ((exp.Is,), "_is"),
-        ((exp.In,), "_in"),
-        ((exp.Between,), "_between"),
-        (ARITHMETIC, "_arithmetic"),
-        ((exp.Func,), "_function"),
-        ((exp.Subquery, exp.Select, exp.Union), "_subquery"),
+        ((exp.Column, exp.Bracket, exp.Dot), "visit_column"),
+        ((exp.Literal,), "visit_literal"),
+        ((exp.Null,), "visit_null"),
+        ((exp.Boolean,), "visit_boolean"),
+        ((exp.Paren,), "visit_paren"),
+        ((exp.Neg,), "visit_neg"),
+        ((exp.And, exp.Or), "visit_logical"),
+        ((exp.Not,), "visit_not"),
+        (COMPARISONS, "visit_comparison"),
+        ((exp.Like, exp.ILike), "visit_like"),
+        ((exp.Is,), "visit_is"),
+        ((exp.In,), "visit_in"),
+        ((exp.Between,), "visit_between"),
+        (ARITHMETIC, "visit_arithmetic"),
+        ((exp.Func,), "visit_function"),
+        ((exp.Subquery, exp.Select, exp.Union), "visit_subquery"),
     )
 
-    def _rewrite(self, node: exp.Expression, *, aliases: bool = False) -> Typed:
+    def visit(self, node: exp.Expression, *, aliases: bool = False) -> Typed:
+        """The expression rewritten by the first `EXPRESSIONS` entry whose types it is; QueryError naming it when
+        there is none."""
         for types, method in self.EXPRESSIONS:
             if isinstance(node, types):
                 return getattr(self, method)(node, aliases=aliases)
         raise QueryError(f"{node.key.upper()} is not allowed: {node.sql()[:80]}")
 
-    def _literal(self, node: exp.Literal, *, aliases: bool) -> Typed:
+    def visit_literal(self, node: exp.Literal, *, aliases: bool) -> Typed:
         if node.is_string:
             return Typed(node.copy(), "String")
         return Typed(node.copy(), "Int64" if node.this.lstrip("-").isdigit() else "Float64")
 
-    def _null(self, node: exp.Null, *, aliases: bool) -> Typed:
+    def visit_null(self, node: exp.Null, *, aliases: bool) -> Typed:
         return Typed(exp.Null(), "Null")
 
-    def _boolean(self, node: exp.Boolean, *, aliases: bool) -> Typed:
+    def visit_boolean(self, node: exp.Boolean, *, aliases: bool) -> Typed:
         return Typed(node.copy(), "Bool")
 
-    def _paren(self, node: exp.Paren, *, aliases: bool) -> Typed:
-        inner = self._rewrite(node.this, aliases=aliases)
+    def visit_paren(self, node: exp.Paren, *, aliases: bool) -> Typed:
+        inner = self.visit(node.this, aliases=aliases)
         return Typed(exp.Paren(this=inner.node), inner.type, inner.keys)
 
-    def _neg(self, node: exp.Neg, *, aliases: bool) -> Typed:
-        inner = self._number(self._rewrite(node.this, aliases=aliases))
+    def visit_neg(self, node: exp.Neg, *, aliases: bool) -> Typed:
+        inner = self._number(self.visit(node.this, aliases=aliases))
         return Typed(exp.Neg(this=inner.node), inner.type)
 
-    def _logical(self, node: exp.And | exp.Or, *, aliases: bool) -> Typed:
-        left, right = self._rewrite(node.this, aliases=aliases), self._rewrite(node.expression, aliases=aliases)
+    def visit_logical(self, node: exp.And | exp.Or, *, aliases: bool) -> Typed:
+        left, right = self.visit(node.this, aliases=aliases), self.visit(node.expression, aliases=aliases)
         return Typed(type(node)(this=left.node, expression=right.node), "Bool")
 
-    def _not(self, node: exp.Not, *, aliases: bool) -> Typed:
-        return Typed(exp.Not(this=self._rewrite(node.this, aliases=aliases).node), "Bool")
+    def visit_not(self, node: exp.Not, *, aliases: bool) -> Typed:
+        return Typed(exp.Not(this=self.visit(node.this, aliases=aliases).node), "Bool")
 
-    def _comparison(self, node: exp.Expression, *, aliases: bool) -> Typed:
-        left, right = self._rewrite(node.this, aliases=aliases), self._rewrite(node.expression, aliases=aliases)
-        left, right = self._pair(left, right)
+    def visit_comparison(self, node: exp.Expression, *, aliases: bool) -> Typed:
+        left, right = self.visit(node.this, aliases=aliases), self.visit(node.expression, aliases=aliases)
+        left, right = self.pair(left, right)
         return Typed(type(node)(this=left.node, expression=right.node), "Bool")
 
-    def _like(self, node: exp.Like | exp.ILike, *, aliases: bool) -> Typed:
-        left, right = self._rewrite(node.this, aliases=aliases), self._rewrite(node.expression, aliases=aliases)
+    def visit_like(self, node: exp.Like | exp.ILike, *, aliases: bool) -> Typed:
+        left, right = self.visit(node.this, aliases=aliases), self.visit(node.expression, aliases=aliases)
         return Typed(type(node)(this=left.node, expression=right.node), "Bool")
 
-    def _is(self, node: exp.Is, *, aliases: bool) -> Typed:
+    def visit_is(self, node: exp.Is, *, aliases: bool) -> Typed:
         if not isinstance(node.expression, exp.Null):
             raise QueryError("Only IS NULL and IS NOT NULL are allowed.")
-        return Typed(exp.Is(this=self._rewrite(node.this, aliases=aliases).node, expression=exp.Null()), "Bool")
+        return Typed(exp.Is(this=self.visit(node.this, aliases=aliases).node, expression=exp.Null()), "Bool")
 
-    def _in(self, node: exp.In, *, aliases: bool) -> Typed:
+    def visit_in(self, node: exp.In, *, aliases: bool) -> Typed:
         if node.args.get("query") or node.args.get("unnest") or node.args.get("field"):
             raise QueryError("Subqueries are not allowed: IN takes a list of values.")
-        subject = self._rewrite(node.this, aliases=aliases)
-        pairs = [self._pair(subject, self._rewrite(option, aliases=aliases)) for option in node.expressions]
+        subject = self.visit(node.this, aliases=aliases)
+        pairs = [self.pair(subject, self.visit(option, aliases=aliases)) for option in node.expressions]
         left = pairs[0][0] if pairs else subject
         return Typed(exp.In(this=left.node, expressions=[right.node for _, right in pairs]), "Bool")
 
-    def _between(self, node: exp.Between, *, aliases: bool) -> Typed:
-        subject = self._rewrite(node.this, aliases=aliases)
-        low = self._pair(subject, self._rewrite(node.args["low"], aliases=aliases))
-        high = self._pair(subject, self._rewrite(node.args["high"], aliases=aliases))
+    def visit_between(self, node: exp.Between, *, aliases: bool) -> Typed:
+        subject = self.visit(node.this, aliases=aliases)
+        low = self.pair(subject, self.visit(node.args["low"], aliases=aliases))
+        high = self.pair(subject, self.visit(node.args["high"], aliases=aliases))
         return Typed(exp.Between(this=low[0].node, low=low[1].node, high=high[1].node), "Bool")
 
-    def _arithmetic(self, node: exp.Expression, *, aliases: bool) -> Typed:
+    def visit_arithmetic(self, node: exp.Expression, *, aliases: bool) -> Typed:
         if isinstance(node, exp.Add | exp.Sub) and isinstance(node.expression, exp.Interval):
             return self._shifted(node)
-        left = self._number(self._rewrite(node.this, aliases=aliases))
-        right = self._number(self._rewrite(node.expression, aliases=aliases))
+        left = self._number(self.visit(node.this, aliases=aliases))
+        right = self._number(self.visit(node.expression, aliases=aliases))
         kind = "Float64" if isinstance(node, exp.Div) or "Float64" in (left.type, right.type) else "Int64"
         return Typed(type(node)(this=left.node, expression=right.node), kind)
 
-    def _subquery(self, node: exp.Expression, *, aliases: bool) -> Typed:
+    def visit_subquery(self, node: exp.Expression, *, aliases: bool) -> Typed:
         raise QueryError("Subqueries are not allowed.")
 
-    def _column(self, node: exp.Expression, *, aliases: bool) -> Typed:
-        keys = self._path(node)
+    def visit_column(self, node: exp.Expression, *, aliases: bool) -> Typed:
+        keys = self.path(node)
         if aliases and len(keys) == 1 and keys[0] in self.aliases:
             return self.aliases[keys[0]]
         if keys[0] == "properties" and len(keys) > 1:
@@ -329,7 +349,9 @@ class _Translator:
             return Typed(column(keys[0]), FIELDS[keys[0]])
         raise QueryError(f"Unknown column {'.'.join(keys)}: use {', '.join(FIELDS)}, person_id, or properties.<name>.")
 
-    def _path(self, node: exp.Expression) -> list[str]:
+    def path(self, node: exp.Expression) -> list[str]:
+        """The keys a column names, without its table: `["event"]`, `["properties", "a", "b"]` (from
+        `properties.a.b`, `properties['a'].b` or `events.properties.a.b`); QueryError for anything else."""
         if isinstance(node, exp.Column):
             if isinstance(node.this, exp.Star):
                 raise QueryError("Select * or named columns of events.")
@@ -339,12 +361,12 @@ class _Translator:
             return parts
         if isinstance(node, exp.Bracket) and len(node.expressions) == 1:
             key = node.expressions[0]
-            base = self._path(node.this)
+            base = self.path(node.this)
             if base[0] != "properties" or not (isinstance(key, exp.Literal) and key.is_string):
                 raise QueryError("Only properties can be read with [...], with a quoted name: properties['name'].")
             return [*base, key.this]
         if isinstance(node, exp.Dot) and isinstance(node.expression, exp.Identifier):  # properties['a b'].c
-            base = self._path(node.this)
+            base = self.path(node.this)
             if base[0] != "properties":
                 raise QueryError(f"{node.sql()[:80]} is not allowed.")
             return [*base, node.expression.name]
@@ -358,7 +380,7 @@ class _Translator:
             raise QueryError(f"Arithmetic takes numbers, not {typed.type}.")
         return typed
 
-    def _pair(self, left: Typed, right: Typed) -> tuple[Typed, Typed]:
+    def pair(self, left: Typed, right: Typed) -> tuple[Typed, Typed]:
         """Both sides of a comparison, made comparable: a string literal against a time is read as a time (in the
         project's time zone), and a property against a number is read as a number."""
         if right.type == "String" and left.type in TIMES and isinstance(right.node, exp.Literal):
@@ -419,7 +441,7 @@ class _Translator:
             ) from None
         return Typed(self.dialect.timestamp(moment), "DateTime")
 
-    def _function(self, node: exp.Func, *, aliases: bool) -> Typed:
+    def visit_function(self, node: exp.Func, *, aliases: bool) -> Typed:
         written = node.name if isinstance(node, exp.Anonymous) else node.sql_name().lower()
         name = CANONICAL.get(written.lower(), written)
         arguments = node.expressions if isinstance(node, exp.Anonymous) else [node.this] if node.this else []
@@ -436,7 +458,7 @@ class _Translator:
         if name in TRUNCATIONS or name == "toDate":
             if len(arguments) != 1:
                 raise QueryError(f"{name}() takes one argument.")
-            argument = self._rewrite(arguments[0], aliases=aliases)
+            argument = self.visit(arguments[0], aliases=aliases)
             if argument.type == "String" and isinstance(argument.node, exp.Literal):
                 argument = self._time_literal(argument.node.this, "DateTime")
             if argument.type != "DateTime":
@@ -453,10 +475,10 @@ class _Translator:
                 raise QueryError("count(DISTINCT …) is not allowed: use uniq(…).")
             if argument is None or isinstance(argument, exp.Star):
                 return Typed(exp.Count(this=exp.Star()), "UInt64")
-            return Typed(exp.Count(this=self._rewrite(argument, aliases=aliases).node), "UInt64")
+            return Typed(exp.Count(this=self.visit(argument, aliases=aliases).node), "UInt64")
         if len(arguments) != 1 or isinstance(arguments[0], exp.Distinct | exp.Star):
             raise QueryError(f"{name}() takes one argument.")
-        argument = self._rewrite(arguments[0], aliases=aliases)
+        argument = self.visit(arguments[0], aliases=aliases)
         if name == "uniq":
             return Typed(exp.Count(this=exp.Distinct(expressions=[argument.node])), "UInt64")
         if name in ("sum", "avg"):
@@ -498,7 +520,7 @@ def _too_deep() -> QueryError:
     )
 
 
-def _text(node: exp.Expression) -> str:
+def hogql_text(node: exp.Expression) -> str:
     """HogQL as written: function names keep their case (`toStartOfDay`, `count`), where sqlglot would print the
     aggregates it knows in capitals."""
 

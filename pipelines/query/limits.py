@@ -1,10 +1,10 @@
 """The bounds of a computation (DECISIONS.md §18): whatever the input, a query costs a known amount at most.
 
-- **Time.** `QUERY_TIMEOUT_MS` bounds a computation's whole run, all its statements together: `computation()` sets a
-  deadline that `Dialect.execute` reads, giving each statement only the time left (PostgreSQL's
-  `statement_timeout`, SQLite's progress handler) and refusing to start one once it has passed. Past it the
-  computation stops with QueryTimeout (400 `query_timeout`) and nothing of it keeps running: the database cancels
-  the statement itself.
+- **Time.** `QUERY_TIMEOUT_MS` bounds a computation's whole run, all its statements together: whoever starts a
+  computation makes its `Deadline` (`computation()` yields one) and builds the dialect that runs its statements with
+  it (pipelines.query.dialects), which gives each statement only the time left (PostgreSQL's `statement_timeout`,
+  SQLite's progress handler) and refuses to start one once it has passed. Past it the computation stops with
+  QueryTimeout (400 `query_timeout`) and nothing of it keeps running: the database cancels the statement itself.
 - **Shape.** A trend's cells (series × breakdown values × intervals) are counted before it runs; more than
   MAX_CELLS is a 400 naming the fields to change (`check_shape`).
 - **Concurrency.** At most `API_QUERY_CONCURRENCY` computations run at once per API key and
@@ -26,7 +26,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
+from dataclasses import dataclass
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
@@ -44,46 +44,40 @@ BUDGET_WINDOW_SECONDS = 60
 SLOT_GRACE_SECONDS = 15
 CONCURRENCY_RETRY_AFTER = 1
 
-# When the running computation must end (time.monotonic()); None outside a computation.
-_DEADLINE: ContextVar[float | None] = ContextVar("query_deadline", default=None)
+
+# Time ------------------------------------------------------------------------------------------------------------
 
 
 def timeout_ms() -> int:
     return int(settings.QUERY_TIMEOUT_MS)
 
 
-def remaining_ms() -> int:
-    """The time left to the running computation, in whole milliseconds (at least 1); QueryTimeout once it has none.
-    Outside a computation, the whole timeout."""
-    deadline = _DEADLINE.get()
-    if deadline is None:
-        return timeout_ms()
-    left = math.floor((deadline - time.monotonic()) * 1000)
-    if left <= 0:
-        raise timed_out()
-    return left
+@dataclass(frozen=True)
+class Deadline:
+    """When a computation must end, all its statements together: made when the computation starts (`start()`) and
+    handed to the dialect that runs its statements, which reads it for each one."""
 
+    at: float  # time.monotonic()
+    timeout_ms: int  # the computation's whole time
 
-def deadline() -> float:
-    """When the running computation must end (time.monotonic()); a whole timeout from now outside one."""
-    return _DEADLINE.get() or time.monotonic() + timeout_ms() / 1000
+    @classmethod
+    def start(cls) -> "Deadline":
+        """A deadline `QUERY_TIMEOUT_MS` from now."""
+        timeout = timeout_ms()
+        return cls(at=time.monotonic() + timeout / 1000, timeout_ms=timeout)
 
+    def remaining_ms(self) -> int:
+        """The time left, in whole milliseconds (at least 1); QueryTimeout once there is none."""
+        left = math.floor((self.at - time.monotonic()) * 1000)
+        if left <= 0:
+            raise self.timed_out()
+        return left
 
-def timed_out() -> QueryTimeout:
-    return QueryTimeout(f"The query ran longer than {timeout_ms()} ms: narrow the date range or the filters.")
+    def passed(self) -> bool:
+        return time.monotonic() > self.at
 
-
-@contextmanager
-def within_timeout() -> Iterator[None]:
-    """Run the block as one computation of at most `QUERY_TIMEOUT_MS`: statements inside share that time."""
-    if _DEADLINE.get() is not None:  # already inside one: its deadline holds
-        yield
-        return
-    token = _DEADLINE.set(time.monotonic() + timeout_ms() / 1000)
-    try:
-        yield
-    finally:
-        _DEADLINE.reset(token)
+    def timed_out(self) -> QueryTimeout:
+        return QueryTimeout(f"The query ran longer than {self.timeout_ms} ms: narrow the date range or the filters.")
 
 
 # Shape -----------------------------------------------------------------------------------------------------------
@@ -164,9 +158,10 @@ class QueryLimits:
         return cls(caller_ident(request), **options)
 
     @contextmanager
-    def computation(self, project) -> Iterator[None]:
-        """Hold a slot of the key and of the project while the block computes, within the timeout, and charge the
-        key the time it took. QueryThrottled (or QueryError, `as_tile_error`) when a limit is reached."""
+    def computation(self, project) -> Iterator[Deadline]:
+        """Hold a slot of the key and of the project while the block computes, within the timeout (the deadline it
+        is given, for the dialect that runs its statements), and charge the key the time it took. QueryThrottled (or
+        QueryError, `as_tile_error`) when a limit is reached."""
         self.computed = True
         if self.ident is not None and self._budget_used() >= self.budget_ms:
             raise self._refusal(
@@ -181,8 +176,7 @@ class QueryLimits:
             held.append(self._take("project", project.pk, int(settings.PROJECT_QUERY_CONCURRENCY), "this project"))
             started = time.monotonic()
             try:
-                with within_timeout():
-                    yield
+                yield Deadline.start()
             finally:
                 if self.ident is not None:
                     self._charge(math.ceil((time.monotonic() - started) * 1000))

@@ -25,7 +25,7 @@ from django.utils import timezone
 from pipelines.events.models import Event
 from pipelines.query.dialects import Dialect, NoRows, dialect_for
 from pipelines.query.kinds import KINDS, parse_query
-from pipelines.query.limits import QueryLimits, check_shape, within_timeout
+from pipelines.query.limits import QueryLimits, check_shape
 from pipelines.query.nodes import ParsedQuery
 
 REFRESH_MODES = ("blocking", "force_blocking", "force_cache")
@@ -46,7 +46,8 @@ def run_query(
 
     `before_compute` is called just before a computation (never for a cache hit): the API's throttle of
     computations. A computation runs within `limits` (pipelines.query.limits: the caller's concurrency and budget;
-    without them, the project's concurrency only) and within the timeout, all its statements together.
+    without them, the project's concurrency only) and within the timeout, all its statements together: the
+    connection's dialect runs them with the deadline the computation starts with.
     QueryError (a 400 naming the field) for a query that cannot run or whose result would be too large;
     QueryThrottled (429) for one refused for now.
     """
@@ -70,8 +71,8 @@ def run_query(
         before_compute()
     if limits is None:
         limits = QueryLimits(as_tile_error=True)
-    with limits.computation(project):
-        result = compute(parsed, project=project, now=now, dialect=dialect_for(connection))
+    with limits.computation(project) as deadline:
+        result = compute(parsed, project=project, now=now, dialect=dialect_for(connection, deadline=deadline))
     response = {
         **result,
         "is_cached": False,
@@ -87,17 +88,17 @@ def run_query(
 def validate_query(*, project, query: object) -> None:
     """QueryError naming the field, as a computation would raise it, for a query that cannot run: what saving an
     insight checks. The query is parsed, its shape counted and its statements built as a computation builds them,
-    but none is run: each gives no rows."""
+    but none is run: each gives no rows (so no deadline bounds them)."""
     parsed = parse_query(query)
     now = timezone.now()
     check_shape(parsed, project=project, now=now, earliest=lambda: _earliest(project))
-    with within_timeout():
-        compute(parsed, project=project, now=now, dialect=NoRows(dialect_for(connection)))
+    compute(parsed, project=project, now=now, dialect=NoRows(dialect_for(connection)))
 
 
 def compute(parsed: ParsedQuery, *, project, now: dt.datetime, dialect: Dialect) -> dict:
     """The result of a parsed query over `project`'s events, computed by its kind with the statements built for and
-    run by `dialect`: the connection's (`dialect_for(connection)`) or another engine's (pipelines.query.clickhouse)."""
+    run by `dialect`, within the deadline it was built with: the connection's (`dialect_for(connection, deadline=...)`)
+    or another engine's (pipelines.query.clickhouse)."""
     return KINDS[parsed.node.kind].run(parsed, project=project, now=now, dialect=dialect)
 
 

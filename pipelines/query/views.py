@@ -1,6 +1,5 @@
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import viewsets
 from rest_framework.response import Response
 
 from organizations.tenancy import ProjectScopedViewSet
@@ -17,19 +16,18 @@ PROJECT_ID = OpenApiParameter(
 class QueryViewSet(ProjectScopedViewSet):
     """POST /api/projects/{project_id}/query/: a query over the project's events, for any member with `query:read`.
 
-    A query writes nothing, so the request is not wrapped in the write path's transaction: the query layer runs its
-    statements in a read-only transaction of their own. Computations, not cache hits, are throttled per key
-    (`API_QUERY_RATE`) and bounded (pipelines.query.limits: computations at once per key and per project, database
-    time per key); every answer states the key's budget of database time in `RateLimit-*` headers.
+    A query writes nothing, so it runs outside the write path's transaction (`outside_transaction`), which would only
+    stay open as long as it computes (up to the timeout): the query layer runs each statement in a read-only
+    transaction of its own. Computations, not cache hits, are throttled per key (`API_QUERY_RATE`) and bounded
+    (pipelines.query.limits: computations at once per key and per project, database time per key); every answer
+    states the key's budget of database time in `RateLimit-*` headers.
     """
 
     # /api/projects/{project_id}/query/
     scope_object = "query"
     required_scopes = ["query:read"]
     serializer_class = QueryRequestSerializer
-
-    def dispatch(self, request, *args, **kwargs):
-        return viewsets.GenericViewSet.dispatch(self, request, *args, **kwargs)
+    outside_transaction = True
 
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)

@@ -3,6 +3,7 @@
 import time
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 
 from organizations.models import Domain, Membership
@@ -41,6 +42,33 @@ def test_a_matching_txt_record_verifies_the_domain(key_client, alice, domain, dn
     assert domain.verified_at is not None
     assert domain.last_verification_attempt_at == domain.verified_at
     assert dns_server.queries == ["_workspace-challenge.acme.com"]
+
+
+def test_dns_is_asked_with_no_transaction_open_and_its_answer_applied_in_one(
+    transactional_db, key_client, alice, domain, dns_server, monkeypatch
+):
+    """`verify` runs outside the request's transaction (`outside_transaction`): no lock is held while DNS answers."""
+    import organizations.views
+
+    seen = []
+
+    def spy(name):
+        original = getattr(organizations.views, name)
+
+        def call(**kwargs):
+            seen.append((name, connection.in_atomic_block))
+            return original(**kwargs)
+
+        monkeypatch.setattr(organizations.views, name, call)
+
+    spy("domain_verification_lookup")
+    spy("domain_verify")
+    dns_server.records["_workspace-challenge.acme.com"] = [domain.verification_challenge]
+
+    response = key_client("organization:write").post(verify_url(domain))
+
+    assert response.json()["is_verified"] is True
+    assert seen == [("domain_verification_lookup", False), ("domain_verify", True)]
 
 
 def test_the_prefix_comes_from_the_settings(key_client, alice, domain, dns_server, settings):

@@ -19,6 +19,7 @@ from pipelines.events.models import Event, PersonDistinctId
 from pipelines.query import clickhouse
 from pipelines.query.dialects import dialect_for
 from pipelines.query.kinds import parse_query
+from pipelines.query.limits import Deadline
 from pipelines.query.runner import compute
 from tests.pipelines.factories import PersonFactory
 from tests.pipelines.query.conftest import add_event, hogql, trends
@@ -93,7 +94,7 @@ def compare(project, events, chdb_rows, tmp_path):
 
     def check(query: dict) -> dict:
         parsed = parse_query(query)
-        expected = compute(parsed, project=project, now=NOW, dialect=dialect_for(connection))
+        expected = compute(parsed, project=project, now=NOW, dialect=dialect_for(connection, deadline=Deadline.start()))
         actual = clickhouse.run(
             parsed, project=project, now=NOW, execute=chdb_rows, events_table=table, persons_table=persons
         )

@@ -76,3 +76,23 @@ def test_the_top_level_is_wiring():
     """Beside the rooms only wiring is left: apps, urls, the models and admin modules Django loads, the demo."""
     wiring = {"__init__.py", "apps.py", "models.py", "admin.py", "urls.py", "project_urls.py", "capture_urls.py"}
     assert {path.name for path in PIPELINES.glob("*.py")} <= wiring | {"demo.py"}
+
+
+def private_imports(room: str, root: Path = PIPELINES) -> list[str]:
+    """Names with a leading underscore imported from another module of the project."""
+    problems = []
+    for path in sorted((root / room).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("pipelines."):
+                problems += [
+                    f"{path.relative_to(root)}:{node.lineno} imports {node.module}.{alias.name}"
+                    for alias in node.names
+                    if alias.name.startswith("_")
+                ]
+    return problems
+
+
+def test_the_query_layer_uses_only_the_public_names_of_its_modules():
+    """A module of the query layer extends or calls another through its public names (the export grammar extends
+    `hogql.Translator`), never through what that module keeps to itself."""
+    assert private_imports("query") == []

@@ -124,6 +124,26 @@ def test_a_write_that_fails_half_way_leaves_no_trace(alice, key_client):
     assert not Organization.objects.filter(slug="half-written").exists()
 
 
+@pytest.mark.urls("tests.workspace.urls_failing")
+@pytest.mark.parametrize(
+    "path,outside",
+    [("/api/refused-after-a-write/", {"created"}), ("/api/all-refused-after-a-write/", {"created", "updated"})],
+)
+def test_only_a_write_its_view_declares_outside_the_transaction_keeps_what_it_wrote_when_refused(
+    transactional_db, alice, key_client, path, outside
+):
+    """`outside_transaction` names the actions (or, True, every action) that run with no transaction open; every other
+    write of the view runs in the request's transaction, which a refusal rolls back."""
+    client = key_client("organization:write")
+
+    created, updated = client.post(path, {}, format="json"), client.put(path, {}, format="json")
+
+    assert (created.status_code, updated.status_code) == (400, 400)
+    assert created.json()["in_transaction"] is ("created" not in outside)
+    assert updated.json()["in_transaction"] is ("updated" not in outside)
+    assert set(Organization.objects.filter(slug__in=["created", "updated"]).values_list("slug", flat=True)) == outside
+
+
 @pytest.mark.parametrize("path", ["/api/organizations", "/api/organizations/"])
 def test_trailing_slash_is_optional_without_redirect(alice, key_client, path):
     response = key_client("organization:write").post(path, {"name": "Slash"}, format="json")

@@ -29,6 +29,19 @@ def test_viewsets_use_the_base_write_path_not_drf_perform_hooks(viewset):
         assert not hasattr(viewset, hook), f"{viewset.__name__}.{hook}: override create_object/update_object instead."
 
 
+@pytest.mark.parametrize("viewset", VIEWSETS, ids=lambda cls: cls.__name__)
+def test_viewsets_declare_what_runs_outside_the_write_transaction_rather_than_skip_it(viewset):
+    """A write that must not run in the request's transaction is declared (`outside_transaction`), never obtained by
+    overriding `dispatch` to jump past the base's; what is declared names actions the viewset has."""
+    assert viewset.dispatch is BaseViewSet.dispatch, (
+        f"{viewset.__name__}.dispatch: declare outside_transaction = True (or the actions) instead."
+    )
+    declared = viewset.outside_transaction
+    if not isinstance(declared, bool):
+        missing = sorted(name for name in declared if not callable(getattr(viewset, name, None)))
+        assert declared and not missing, f"{viewset.__name__}.outside_transaction names no action {missing}."
+
+
 FORBIDDEN_IN_VIEWS = {
     r"activity_log_record|ActivityLog\.objects\.create|record_activity\(": "records activity by hand",
     r"select_for_update": "locks rows by hand",

@@ -49,6 +49,11 @@ class BaseViewSet(viewsets.GenericViewSet):
     scope_object: str | None = None
     required_scopes: list[str] | None = None
     writes_on_read = False
+    # Writes that must not run inside the request's transaction (see `dispatch`): True for every write of the view, or
+    # the actions that must not. A request that waits on something other than the database (DNS, a destination) or
+    # computes for long (a query) would hold that transaction, and its locks, all along. A view that sets it says why
+    # in its docstring.
+    outside_transaction: bool | frozenset[str] = False
     # PUT (a full update: required fields required) is offered alongside PATCH wherever an object is updated, as the
     # reference API's generated clients call it for every `update`.
     http_method_names = ["get", "post", "put", "patch", "delete", "head", "options"]
@@ -58,14 +63,21 @@ class BaseViewSet(viewsets.GenericViewSet):
 
     def dispatch(self, request, *args, **kwargs):
         """Run every write in one transaction: the change, its side rows and its activity entry land together,
-        and a request that ends in an error response leaves no trace."""
-        if request.method in SAFE_METHODS and not self.writes_on_read:
+        and a request that ends in an error response leaves no trace. A write the view declares
+        `outside_transaction` runs without it."""
+        action = self.action_map.get(request.method.lower())  # DRF sets `self.action` later, once inside
+        if (request.method in SAFE_METHODS and not self.writes_on_read) or self.runs_outside_transaction(action):
             return super().dispatch(request, *args, **kwargs)
         with transaction.atomic():
             response = super().dispatch(request, *args, **kwargs)
             if response.status_code >= 400:
                 transaction.set_rollback(True)
             return response
+
+    def runs_outside_transaction(self, action: str | None) -> bool:
+        """Whether the view declares the action `outside_transaction`."""
+        outside = self.outside_transaction
+        return outside is True or (bool(outside) and action in outside)
 
     def finalize_response(self, request, response, *args, **kwargs):
         response = super().finalize_response(request, response, *args, **kwargs)
@@ -102,8 +114,12 @@ class BaseViewSet(viewsets.GenericViewSet):
     @property
     def is_write(self) -> bool:
         """Whether this request changes rows, and so locks what it reads. OPTIONS describes the writes a route takes
-        (DRF reads the object as a PUT would, to check its permissions) without making one: no lock."""
+        (DRF reads the object as a PUT would, to check its permissions) without making one: no lock. A write outside
+        the request's transaction locks only what it reads inside a transaction of its own: a lock taken with none
+        open would end with its statement."""
         if self.action == "metadata":
+            return False
+        if self.runs_outside_transaction(self.action) and not transaction.get_connection().in_atomic_block:
             return False
         return self.request.method not in SAFE_METHODS or self.writes_on_read
 

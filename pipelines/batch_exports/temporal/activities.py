@@ -191,6 +191,7 @@ def wait_for_ingests(run: BatchExportRun) -> None:
 def heartbeating(every: float = HEARTBEAT_SECONDS):
     """Heartbeat from a helper thread while the block runs, however long a destination takes over one write."""
     stop = threading.Event()
+    # `activity.heartbeat` finds its activity in a context variable of temporalio's: the thread beats in a copy of ours.
     context = contextvars.copy_context()
 
     def beat():

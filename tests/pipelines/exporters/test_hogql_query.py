@@ -395,3 +395,14 @@ def test_a_time_with_a_fraction_of_a_second_compares_as_it_is_stored(project):
     assert exported(project, "SELECT uuid FROM events WHERE timestamp <= '2024-05-01T10:00:00.500Z'")
     assert not exported(project, "SELECT uuid FROM events WHERE timestamp > '2024-05-01T10:00:00.5Z'")
     assert exported(project, "SELECT uuid FROM events WHERE timestamp > '2024-05-01T10:00:00.499999Z'")
+
+
+def test_the_export_grammar_overrides_only_the_translators_documented_override_points():
+    """The export's translator extends the public `Translator` through its `visit_<kind>` methods (those
+    `EXPRESSIONS` names) and `pair`; the translator's own `_`-prefixed methods stay its own."""
+    from pipelines.query.exports import _ExportTranslator
+    from pipelines.query.hogql import Translator
+
+    overridden = {name for name in vars(_ExportTranslator) if hasattr(Translator, name) and not name.startswith("__")}
+    points = {method for _, method in Translator.EXPRESSIONS} | {"pair"}
+    assert overridden and overridden <= points, overridden - points

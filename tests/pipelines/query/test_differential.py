@@ -17,6 +17,7 @@ from django.db import connection
 
 from pipelines.query.dialects import dialect_for
 from pipelines.query.kinds import parse_query
+from pipelines.query.limits import Deadline
 from pipelines.query.runner import compute as run
 from tests.pipelines.factories import PersonFactory
 from tests.pipelines.query.conftest import add_event
@@ -72,7 +73,7 @@ class World:
 
 
 def compute(project, query: dict) -> dict:
-    return run(parse_query(query), project=project, now=NOW, dialect=dialect_for(connection))
+    return run(parse_query(query), project=project, now=NOW, dialect=dialect_for(connection, deadline=Deadline.start()))
 
 
 @pytest.fixture(params=[(zone, seed) for zone in ZONES for seed in (1, 2)], ids=lambda p: f"{p[0]}-{p[1]}")

@@ -13,6 +13,7 @@ from rest_framework.test import APIClient
 
 from pipelines.events.services import NewEvent, events_ingest
 from pipelines.query.dialects import dialect_for
+from pipelines.query.limits import Deadline
 from pipelines.query.runner import run_query
 from tests.pipelines.query.conftest import NOW, add_event, hogql, query_url, trends
 from workspace.api import throttling
@@ -240,6 +241,26 @@ def test_computations_are_throttled_per_key_and_cache_hits_are_not(run, monkeypa
     assert another_key["is_cached"] is False
 
 
+def test_the_route_computes_with_no_transaction_open(transactional_db, reader, project, monkeypatch):
+    """The route runs outside the write path's transaction (`outside_transaction`): while it computes, only the query
+    layer's own read-only transactions open and close."""
+    import pipelines.query.views
+
+    seen = []
+
+    def run_query(**kwargs):
+        seen.append(connection.in_atomic_block)
+        return original(**kwargs)
+
+    original = pipelines.query.views.run_query
+    monkeypatch.setattr(pipelines.query.views, "run_query", run_query)
+
+    response = reader.post(query_url(project.pk), {"query": COUNT, "refresh": "force_blocking"}, format="json")
+
+    assert response.status_code == 200
+    assert seen == [False]
+
+
 def test_a_throttled_answer_says_when_to_retry(reader, project, monkeypatch):
     monkeypatch.setattr(throttling.QueryRateThrottle, "THROTTLE_RATES", {"query": "0/minute"})
 
@@ -296,7 +317,7 @@ def test_a_query_cannot_write_and_its_read_only_mode_and_timeout_end_with_it(pro
     insert = sqlglot.parse_one("INSERT INTO pipelines_event (event) VALUES ('x')")
 
     with pytest.raises(DatabaseError, match="read-only transaction"):
-        dialect_for(connection).execute(insert)
+        dialect_for(connection, deadline=Deadline.start()).execute(insert)
 
     with connection.cursor() as cursor:
         cursor.execute("SHOW transaction_read_only")
