@@ -7,7 +7,7 @@ from rest_framework.exceptions import ErrorDetail
 from dashboards.core.fields import TemplateDocumentField
 from dashboards.core.serializers import MAX_TILES_PER_WRITE
 from dashboards.core.template_library import TemplateError, validate_template
-from pipelines.query.runner import REFRESH_MODES
+from pipelines.query.runner import REFRESH_MODES, validate_query
 from workspace.api.fields import StrictBooleanField, StrictUUIDField
 
 
@@ -72,7 +72,8 @@ class DryRunSerializer(serializers.Serializer):
 
 
 class TemplateJSONSerializer(serializers.Serializer):
-    """`{"template": {...}, "dry_run"?: bool}`, the template checked against template_library.TEMPLATE_SCHEMA.
+    """`{"template": {...}, "dry_run"?: bool}`, the template checked against template_library.TEMPLATE_SCHEMA and each
+    insight's query as an insight save checks it (for the serializer context's `project`).
 
     `dry_run` in the body means what `?dry_run=` means (a client that put it in the body had the dashboard
     created): either one true makes the call a dry run."""
@@ -87,7 +88,7 @@ class TemplateJSONSerializer(serializers.Serializer):
 
     def validate_template(self, value) -> dict:
         try:
-            return validate_template(value)
+            template = validate_template(value)
         except TemplateError as error:
             code = {"required": "required", "maxItems": "max_length", "maxLength": "max_length"}.get(
                 error.keyword, "invalid_input"
@@ -96,3 +97,12 @@ class TemplateJSONSerializer(serializers.Serializer):
             for part in reversed(error.path):
                 detail = {part: detail}
             raise serializers.ValidationError(detail) from error
+        # Each insight's query is held to what saving an insight holds it to (a 400 naming its path in the body).
+        for index, tile in enumerate(template["tiles"]):
+            if tile["type"] == "INSIGHT":
+                validate_query(
+                    project=self.context["project"],
+                    query=tile["query"],
+                    path=("template", "tiles", str(index), "query"),
+                )
+        return template

@@ -19,6 +19,7 @@ from dashboards.core.models import (
     InsightTag,
     new_short_id,
 )
+from dashboards.core.template_library import stored_query
 from dashboards.core.tiles import dashboard_change_tiles, dashboard_restore_tiles, next_tile_order, text_create
 from organizations.models import Project
 from workspace.services import full_clean_changed
@@ -191,7 +192,7 @@ def _template_tiles(*, actor, project: Project, template: dict) -> list[Dashboar
                 project=project,
                 name=spec.get("name", ""),
                 description=spec.get("description", ""),
-                query=copy.deepcopy(spec["query"]),
+                query=stored_query(spec["query"]),
                 filters=copy.deepcopy(spec.get("filters") or {}),
             )
         tiles.append(tile)

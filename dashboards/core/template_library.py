@@ -4,6 +4,7 @@ A template is also the body of `create_from_template_json` (under `"template"`),
 schema and one service.
 """
 
+import copy
 import json
 from functools import cache
 from pathlib import Path
@@ -11,6 +12,7 @@ from pathlib import Path
 import jsonschema
 
 from dashboards.core.models import MAX_TAGS_PER_DASHBOARD, MAX_TEXT_BODY
+from pipelines.query.kinds import KINDS
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "dashboard_templates"
 
@@ -107,3 +109,12 @@ def bundled_templates() -> dict[str, dict]:
     for path in sorted(TEMPLATES_DIR.glob("*.json")):
         templates[path.stem] = validate_template(json.loads(path.read_text(encoding="utf-8")))
     return templates
+
+
+def stored_query(query: dict) -> dict:
+    """A template tile's query as its insight stores it (DECISIONS.md §15): in the reference's shape, a bare query
+    wrapped in its kind's wrapper (`InsightVizNode`, `DataVisualizationNode`), a wrapped one as it is. A deep copy:
+    bundled templates are cached and shared between requests."""
+    query = copy.deepcopy(query)
+    kind = KINDS.get(query.get("kind"))
+    return query if kind is None else {"kind": kind.wrapper, "source": query}

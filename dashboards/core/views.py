@@ -370,7 +370,7 @@ class DashboardViewSet(
         answer (200) shows what would be created, writing nothing."""
         options = DryRunSerializer(data=request.query_params)
         options.is_valid(raise_exception=True)
-        serializer = TemplateJSONSerializer(data=request.data)
+        serializer = TemplateJSONSerializer(data=request.data, context={"project": self.project})
         serializer.is_valid(raise_exception=True)
         template = serializer.validated_data["template"]
         if not (options.validated_data["dry_run"] or serializer.validated_data["dry_run"]):

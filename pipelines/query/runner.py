@@ -24,6 +24,7 @@ from django.utils import timezone
 
 from pipelines.events.models import Event
 from pipelines.query.dialects import Dialect, NoRows, dialect_for
+from pipelines.query.errors import QueryError
 from pipelines.query.kinds import KINDS, parse_query
 from pipelines.query.limits import QueryLimits, check_shape
 from pipelines.query.nodes import ParsedQuery
@@ -85,14 +86,20 @@ def run_query(
     return response
 
 
-def validate_query(*, project, query: object) -> None:
-    """QueryError naming the field, as a computation would raise it, for a query that cannot run: what saving an
-    insight checks. The query is parsed, its shape counted and its statements built as a computation builds them,
-    but none is run: each gives no rows (so no deadline bounds them)."""
-    parsed = parse_query(query)
+def validate_query(*, project, query: object, path: tuple[str, ...] = ("query",)) -> None:
+    """QueryError naming the field (below `path`, the query's place in the request body), as a computation would
+    raise it, for a query that cannot run: what saving an insight checks. The query is parsed, its shape counted and
+    its statements built as a computation builds them, but none is run: each gives no rows (so no deadline bounds
+    them)."""
+    parsed = parse_query(query, path)
     now = timezone.now()
-    check_shape(parsed, project=project, now=now, earliest=lambda: _earliest(project))
-    compute(parsed, project=project, now=now, dialect=NoRows(dialect_for(connection)))
+    try:
+        check_shape(parsed, project=project, now=now, earliest=lambda: _earliest(project))
+        compute(parsed, project=project, now=now, dialect=NoRows(dialect_for(connection)))
+    except QueryError as error:
+        if error.attr == "query":  # a HogQL text's fault names the query itself: here, where `path` puts it
+            error.attr = "__".join(path)
+        raise
 
 
 def compute(parsed: ParsedQuery, *, project, now: dt.datetime, dialect: Dialect) -> dict:

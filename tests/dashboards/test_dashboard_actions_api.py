@@ -4,7 +4,7 @@ import copy
 
 import pytest
 
-from dashboards.core.models import Dashboard, DashboardTile
+from dashboards.core.models import Dashboard, DashboardTile, Insight
 from dashboards.core.template_library import bundled_templates
 from tests.dashboards.factories import DashboardFactory, DashboardTileFactory
 
@@ -166,6 +166,66 @@ class TestCreateFromTemplateJSON:
         assert fragment in body["detail"]
         assert not Dashboard.objects.exists()
         assert not DashboardTile.objects.exists()
+
+    @pytest.mark.parametrize(
+        "query,attr",
+        [
+            ({"kind": "TrendsQuery", "series": []}, "template__tiles__1__query__series"),
+            (
+                {"kind": "TrendsQuery", "series": [{"event": "x", "math": "p42"}]},
+                "template__tiles__1__query__series__0",
+            ),
+            ({"kind": "NoSuchQuery"}, "template__tiles__1__query__kind"),
+            ({"kind": "InsightVizNode", "source": {"kind": "HogQLQuery"}}, "template__tiles__1__query__source__kind"),
+            ({"kind": "FunnelsQuery", "series": [{"event": "a"}]}, "template__tiles__1__query__series"),
+            ({"kind": "HogQLQuery", "query": "SELECT nope FROM events"}, "template__tiles__1__query"),
+            ({"kind": "TrendsQuery", "series": [{"event": "a"}], "dateRange": {"date_from": "-9999y"}}, None),
+        ],
+    )
+    @pytest.mark.parametrize("dry_run", [False, True])
+    def test_a_query_an_insight_save_refuses_is_a_400_naming_its_tile_and_creates_nothing(
+        self, key_client, project, alice, query, attr, dry_run
+    ):
+        """What saving an insight refuses, a template cannot store either (the same check, the tile's path)."""
+        template = copy.deepcopy(bundled_templates()["product-analytics"])
+        assert template["tiles"][1]["type"] == "INSIGHT"
+        template["tiles"][1]["query"] = query
+        insight = key_client("insight:write").post(
+            f"/api/projects/{project.pk}/insights/", {"query": query}, format="json"
+        )
+        assert insight.status_code == 400
+
+        body = {"template": template, "dry_run": dry_run}
+        response = key_client("dashboard:write").post(template_url(project), body, format="json")
+
+        assert response.status_code == 400, response.json()
+        error = response.json()
+        assert error["attr"].startswith("template__tiles__1__query")
+        assert attr is None or error["attr"].startswith(attr)
+        assert error["detail"] == insight.json()["detail"]
+        assert not Dashboard.objects.exists()
+        assert not Insight.objects.exists()
+
+    @pytest.mark.parametrize(
+        "query,wrapper",
+        [
+            ({"kind": "TrendsQuery", "series": [{"event": "signed_up"}]}, "InsightVizNode"),
+            ({"kind": "RetentionQuery"}, "InsightVizNode"),
+            ({"kind": "HogQLQuery", "query": "SELECT count() FROM events"}, "DataVisualizationNode"),
+        ],
+    )
+    def test_a_bare_query_is_stored_in_its_wrapper(self, key_client, project, alice, query, wrapper):
+        template = copy.deepcopy(bundled_templates()["product-analytics"])
+        template["tiles"][1]["query"] = query
+
+        response = key_client("dashboard:write").post(template_url(project), {"template": template}, format="json")
+
+        assert response.status_code == 200
+        tile = response.json()["tiles"][1]
+        assert tile["insight"]["query"] == {"kind": wrapper, "source": query}
+        assert Insight.objects.get(pk=tile["insight"]["id"]).query == {"kind": wrapper, "source": query}
+        wrapped = bundled_templates()["product-analytics"]["tiles"][0]["query"]
+        assert response.json()["tiles"][0]["insight"]["query"] == wrapped  # a wrapped one is stored as it is
 
     def test_missing_template_key_is_required(self, key_client, project, alice):
         response = key_client("dashboard:write").post(template_url(project), {}, format="json")
