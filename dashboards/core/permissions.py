@@ -24,11 +24,16 @@ def is_creator_or_admin(dashboard: Dashboard, user, membership_level: int | None
     return dashboard.created_by_id == user.pk or (membership_level or 0) >= Membership.Level.ADMIN
 
 
-def can_edit(dashboard: Dashboard, user, membership_level: int | None) -> bool:
-    """`caller_is_collaborator` is the annotation of `Dashboard.objects.for_caller`."""
+def can_edit(dashboard: Dashboard, user, membership_level: int | None, *, collaborating=None) -> bool:
+    """Whether `user` may edit `dashboard`. Whether they collaborate on it is the annotation `caller_is_collaborator`
+    of `Dashboard.objects.for_caller`, or what `collaborating(dashboard)` says, asked only when it decides."""
     if dashboard.restriction_level == RestrictionLevel.EVERYONE_IN_PROJECT_CAN_EDIT:
         return True
-    return is_creator_or_admin(dashboard, user, membership_level) or getattr(dashboard, "caller_is_collaborator", False)
+    if is_creator_or_admin(dashboard, user, membership_level):
+        return True
+    if collaborating is not None:
+        return collaborating(dashboard)
+    return getattr(dashboard, "caller_is_collaborator", False)
 
 
 class CanEditDashboard(BasePermission):

@@ -53,11 +53,12 @@ class InsightTilesSerializer(serializers.ListSerializer):
     """An insight's tiles on dashboards that are not deleted, by dashboard: the tiles behind its `dashboards`."""
 
     def related_queryset(self):
-        return live_tiles()
+        # With each tile's dashboard: who may edit the insight depends on them (InsightSerializer's effective levels).
+        return live_tiles().select_related("dashboard")
 
     def get_attribute(self, instance):
         tiles = instance.__dict__.get(prefetched_attribute("tiles"))
-        return live_tiles().filter(insight=instance) if tiles is None else tiles
+        return self.related_queryset().filter(insight=instance) if tiles is None else tiles
 
 
 class DashboardTileBasicSerializer(ModelSerializer):
@@ -112,6 +113,13 @@ class InsightSerializer(ModelSerializer):
     error = InsightResultCharField(
         allow_null=True, help_text="Why there is no result: the query cannot be computed as stored."
     )
+    effective_restriction_level = serializers.SerializerMethodField(
+        help_text="The strictest restriction of the dashboards showing the insight (21 when none restricts it)."
+    )
+    effective_privilege_level = serializers.SerializerMethodField(
+        help_text="37 when the caller may edit the insight (every dashboard showing it), else 21."
+    )
+    is_sample = serializers.SerializerMethodField(help_text="Always false: no insight here is a sample.")
 
     class Meta:
         model = Insight
@@ -133,9 +141,48 @@ class InsightSerializer(ModelSerializer):
             "last_modified_by",
             "updated_at",
             "deleted",
+            "effective_restriction_level",
+            "effective_privilege_level",
+            "is_sample",
             *RESULT_FIELDS,
         ]
         read_only_fields = ["id", "short_id", "created_at", "created_by", "last_modified_at", "last_modified_by"]
+
+    def _dashboards(self, insight: Insight) -> list[Dashboard]:
+        """The dashboards showing the insight, from the tiles `dashboard_tiles` shows (one prefetch for both)."""
+        return [tile.dashboard for tile in self.fields["dashboard_tiles"].get_attribute(insight)]
+
+    @extend_schema_field(RestrictionLevelField())
+    def get_effective_restriction_level(self, insight: Insight) -> int:
+        levels = [dashboard.restriction_level for dashboard in self._dashboards(insight)]
+        return max(levels, default=RestrictionLevel.EVERYONE_IN_PROJECT_CAN_EDIT)
+
+    @extend_schema_field(RestrictionLevelField())
+    def get_effective_privilege_level(self, insight: Insight) -> int:
+        view = self.context.get("view")
+        dashboards = self._dashboards(insight)
+        if view is None or all(
+            can_edit(dashboard, view.request.user, view.membership_level, collaborating=self._collaborating)
+            for dashboard in dashboards
+        ):
+            return RestrictionLevel.ONLY_COLLABORATORS_CAN_EDIT
+        return RestrictionLevel.EVERYONE_IN_PROJECT_CAN_EDIT
+
+    def _collaborating(self, dashboard: Dashboard) -> bool:
+        """Whether the caller collaborates on `dashboard`: the caller's collaborations in the project, read once per
+        answer and only when a restricted dashboard asks."""
+        view = self.context["view"]
+        if "collaborating" not in self.context:
+            self.context["collaborating"] = set(
+                DashboardCollaborator.objects.filter(
+                    user=view.request.user, dashboard__project=view.project
+                ).values_list("dashboard_id", flat=True)
+            )
+        return dashboard.pk in self.context["collaborating"]
+
+    @extend_schema_field(serializers.BooleanField())
+    def get_is_sample(self, insight: Insight) -> bool:
+        return False
 
     def validate_tags(self, value: list[str]) -> list[str]:
         return clean_tags(value)

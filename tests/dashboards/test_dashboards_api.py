@@ -120,6 +120,9 @@ class TestGoldenResponses:
                         "last_modified_by": user_json(bob),
                         "updated_at": timestamp(insight.last_modified_at),
                         "deleted": False,
+                        "effective_restriction_level": 21,
+                        "effective_privilege_level": 37,
+                        "is_sample": False,
                         # A dashboard shows cached results only, and none is cached yet.
                         "result": None,
                         "hasMore": None,

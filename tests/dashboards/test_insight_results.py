@@ -362,7 +362,8 @@ class TestStoredQueries:
 
         assert [tile["insight"]["error"] for tile in tiles["tiles"]] == [None, None, None]
 
-    def test_a_bare_query_from_a_document_is_stored_as_sent(self, client, project):
+    def test_a_bare_query_from_a_document_is_stored_wrapped(self, client, project):
+        """DECISIONS.md §15: a template document's bare query is stored in the reference's shape."""
         template = {
             "template_name": "Bare",
             "dashboard_description": "",
@@ -375,7 +376,7 @@ class TestStoredQueries:
         )
 
         assert response.status_code == 200
-        assert response.json()["tiles"][0]["insight"]["query"] == PAGEVIEWS
+        assert response.json()["tiles"][0]["insight"]["query"] == {"kind": "InsightVizNode", "source": PAGEVIEWS}
 
 
 NOW_DAY = NOW.date().isoformat()

@@ -4,9 +4,11 @@ import datetime as dt
 import re
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from dashboards.core import services
-from dashboards.core.models import DashboardTile, Insight
+from dashboards.core.models import DashboardCollaborator, DashboardTile, Insight
 from dashboards.core.selectors import live_tiles
 from tests.dashboards.factories import (
     DashboardCollaboratorFactory,
@@ -65,6 +67,11 @@ def expected_insight(insight: Insight, **changes) -> dict:
         "last_modified_by": user_json(insight.last_modified_by),
         "updated_at": timestamp(insight.last_modified_at),
         "deleted": insight.deleted,
+        "effective_restriction_level": max(
+            (tile.dashboard.restriction_level for tile in live_tiles().filter(insight=insight)), default=21
+        ),
+        "effective_privilege_level": 37,
+        "is_sample": False,
         **not_computed(insight.project),
         **changes,
     }
@@ -139,6 +146,11 @@ class TestGoldenResponse:
             "last_modified_by": user_json(bob),
             "updated_at": timestamp(insight.last_modified_at),
             "deleted": False,
+            # The reference's access fields, which its generated SDK requires: no dashboard showing it restricts it,
+            # the caller may edit it, and it is no sample.
+            "effective_restriction_level": 21,
+            "effective_privilege_level": 37,
+            "is_sample": False,
             # Computed now (a detail GET computes a result that is not cached): the last 7 days and today, by day.
             "result": [
                 {
@@ -600,3 +612,57 @@ class TestDashboards:
 
         assert response.status_code == 400
         assert not DashboardTile.objects.filter(dashboard=restricted).exists()
+
+
+class TestEffectiveLevels:
+    """An insight's `effective_restriction_level` is the strictest of the dashboards showing it; its
+    `effective_privilege_level` says whether the caller may edit it: every dashboard showing it editable by them
+    (CanEditInsight's rule), read in a constant number of queries however many insights a page holds."""
+
+    @pytest.fixture
+    def restricted(self, project, alice):
+        return DashboardFactory(project=project, created_by=alice, restriction_level=37)
+
+    def levels(self, client, project, insight) -> tuple[int, int]:
+        body = client.get(insights_url(project, insight)).json()
+        return body["effective_restriction_level"], body["effective_privilege_level"]
+
+    def test_a_restricted_dashboard_restricts_the_insight_to_its_editors(
+        self, key_client, project, alice, bob, dashboard, insight, restricted
+    ):
+        DashboardTileFactory(dashboard=restricted, insight=insight)
+        as_bob = key_client("insight:read", "insight:write", user=bob)
+
+        assert self.levels(key_client("insight:read"), project, insight) == (37, 37)  # alice made the dashboard
+        assert self.levels(as_bob, project, insight) == (37, 21)
+        assert as_bob.patch(insights_url(project, insight), {"name": "x"}, format="json").status_code == 403
+
+        DashboardCollaborator.objects.create(dashboard=restricted, user=bob, level=37)
+        assert self.levels(as_bob, project, insight) == (37, 37)
+        assert as_bob.patch(insights_url(project, insight), {"name": "x"}, format="json").status_code == 200
+
+    def test_a_removed_tile_or_a_deleted_dashboard_restricts_nothing(
+        self, key_client, project, bob, insight, restricted
+    ):
+        DashboardTileFactory(dashboard=restricted, insight=insight, deleted=True)
+        gone = DashboardFactory(project=project, restriction_level=37, deleted=True)
+        DashboardTileFactory(dashboard=gone, insight=insight)
+
+        assert self.levels(key_client("insight:read", user=bob), project, insight) == (21, 37)
+
+    def test_a_page_reads_them_in_the_same_queries_for_one_insight_and_for_ten(
+        self, key_client, project, alice, bob, restricted
+    ):
+        client = key_client("insight:read", user=bob)
+        url = f"/api/projects/{project.pk}/insights/"
+        client.get(url)  # a new key's first use also records when it was used
+
+        def page_queries(count: int) -> int:
+            for _ in range(count - Insight.objects.count()):
+                DashboardTileFactory(dashboard=restricted, insight=InsightFactory(project=project, created_by=alice))
+            with CaptureQueriesContext(connection) as queries:
+                body = client.get(url).json()
+            assert [item["effective_privilege_level"] for item in body["results"]] == [21] * count
+            return len(queries)
+
+        assert page_queries(1) == page_queries(10)
