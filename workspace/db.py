@@ -6,8 +6,12 @@ reaches the server, the keepalives are acknowledged, and libpq waits forever. So
 looks at the process's connections a few times a second; a connection that has waited for the same answer longer
 than `DATABASE_RESPONSE_TIMEOUT_MS` gets its socket shut down. The waiting request then fails at once with an
 OperationalError (answered with a 503) and Django opens a new connection for the next one.
+
+Beside it: the cursor whose statements the database prepares (`prepared_cursor`), and the columns of raw SQL that
+writes a model's rows, derived from the model (`insert_from_recordset`).
 """
 
+import functools
 import logging
 import os
 import select
@@ -15,8 +19,13 @@ import socket
 import threading
 import time
 import weakref
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
 
+import orjson
 from django.conf import settings
+from django.core.serializers.json import DjangoJSONEncoder
+from django.db import models
 
 logger = logging.getLogger(__name__)
 
@@ -172,3 +181,103 @@ def prepared_cursor(connection, *, binary: bool = False):
     if prepared is None or getattr(settings, "DATABASE_POOLER", "none") == "transaction":
         return connection.cursor()
     return prepared(binary=binary)
+
+
+# Raw SQL that writes a model's rows -------------------------------------------------------------------------------
+
+
+def per_vendor(build):
+    """`build(connection, *args)` worked out once per process for each database vendor and `args`: for what is
+    derived from models and from the database's dialect alone (a statement's text and its columns), which the
+    connection changes only through its vendor (the fields' types, the quoting of names)."""
+    built = {}
+
+    @functools.wraps(build)
+    def cached(connection, *args):
+        key = (connection.vendor, *args)
+        if key not in built:
+            built[key] = build(connection, *args)
+        return built[key]
+
+    return cached
+
+
+@dataclass(frozen=True, slots=True)
+class Insert:
+    """An INSERT ... SELECT that writes a model's rows from a recordset the statement reads out of JSON (a document of
+    rows through `jsonb_to_recordset`, or each row's object through `jsonb_to_record`: `read_from`), its columns
+    derived from the model: see `insert_from_recordset`."""
+
+    table: str
+    recordset: str
+    columns: str  # the INSERT's column list
+    values: str  # the SELECT's list, in the same order
+    definition: tuple[str, ...]  # the recordset's columns that the SELECT reads, with their types
+    defaults: tuple[tuple[str, Callable[[], str]], ...]  # those the caller's document fills with defaults: key, JSON
+
+    def default_row(self) -> dict[str, orjson.Fragment]:
+        """A row's defaults, for a document that orjson writes (a callable default is called for this row)."""
+        return {key: orjson.Fragment(default()) for key, default in self.defaults}
+
+    def read_from(self, row: str) -> str:
+        """For a statement whose rows get their defaults from `row` (the SQL of a JSON object holding one row's, as
+        `default_row()` gives them; `sent` empty): the recordset to join, or nothing when there are none."""
+        if not self.definition:
+            return ""
+        return f", jsonb_to_record({row}) AS {self.recordset} ({', '.join(self.definition)})"
+
+
+def insert_from_recordset(
+    model: type[models.Model], connection, *, recordset: str, given: Mapping[str, str], sent: Collection[str] = ()
+) -> Insert:
+    """How a statement writes `model`'s rows from `recordset`, with every column of the model but those the database
+    fills itself: an automatic primary key, a generated column, a field whose only default is the database's.
+
+    A column named in `given` takes the statement's own SQL (a parameter, the database's clock, a column of another
+    row); one in `sent` is the recordset's column of that name, which the caller's document gives; any other is the
+    recordset's column `<table>.<column>`, which the caller's document fills with the field's default as a new
+    instance of the model gets it (`Insert.defaults`: a callable default is called for each row; a field without a
+    default gets None, or "" where the ORM gives that). So a field added to the model is written as the ORM would
+    write it, and two models written from one document never read each other's defaults."""
+    meta = model._meta
+    fields = [
+        field
+        for field in meta.concrete_fields
+        if field is not meta.auto_field and not field.generated and (field.has_default() or not field.has_db_default())
+    ]
+    misnamed = ((set(given) | set(sent)) - {field.column for field in fields}) | (set(given) & set(sent))
+    if misnamed:
+        raise ValueError(f"{model.__name__}: {sorted(misnamed)} must each be a column it writes, given or sent")
+    quote = connection.ops.quote_name
+    read = {
+        field.column: field.column if field.column in sent else f"{meta.db_table}.{field.column}"
+        for field in fields
+        if field.column not in given
+    }
+    return Insert(
+        table=meta.db_table,
+        recordset=recordset,
+        columns=", ".join(quote(field.column) for field in fields),
+        values=", ".join(given.get(field.column) or f"{recordset}.{quote(read[field.column])}" for field in fields),
+        definition=tuple(
+            f"{quote(read[field.column])} {field.db_type(connection)}" for field in fields if field.column in read
+        ),
+        defaults=tuple(
+            (read[field.column], _default(field))
+            for field in fields
+            if field.column in read and field.column not in sent
+        ),
+    )
+
+
+def _default(field: models.Field) -> Callable[[], str]:
+    if callable(field.default):
+        return lambda: _json(field.get_default())
+    text = _json(field.get_default())
+    return lambda: text
+
+
+def _json(value) -> str:
+    # orjson writes date-times with their microseconds; what it does not know (Decimal, timedelta) Django's encoder
+    # writes as text that the database reads as the column's type.
+    return orjson.dumps(value, default=DjangoJSONEncoder().default).decode()

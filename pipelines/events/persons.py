@@ -43,7 +43,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from pipelines.events.models import Person, PersonDistinctId
-from workspace.db import prepared_cursor
+from workspace.db import Insert, insert_from_recordset, per_vendor, prepared_cursor
 
 MERGE_EVENTS = {"$identify": "$anon_distinct_id", "$create_alias": "alias"}
 # Distinct ids that SDKs and integrations send when they know no user: joining on one would merge strangers.
@@ -209,28 +209,62 @@ def persons_ingest(*, project_id: int, events: list, without_person: Collection[
 
 # Segments ---------------------------------------------------------------------------------------------------------
 
+# The columns of both tables come from the models. What the statement does not give a new row (a claim's or a
+# person's) is its field's default, as `Person.objects.create()` gives it (`_ensure_orm`): each new id's defaults are
+# an object of the `defaults` document, read where its rows are made. The ids themselves stay an array: the planner
+# counts an array's elements as a few rows (a recordset it counts as a hundred, and then reads the project's every
+# distinct id for the NOT EXISTS), and an array of plain ids is sent as it is.
 _ENSURE = """
 WITH project AS (
-    SELECT id FROM organizations_project WHERE id = %s
+    SELECT id FROM organizations_project WHERE id = %(project)s
 ), ids AS (
-    SELECT unnest(%s::text[]) AS distinct_id
+    SELECT unnest(%(ids)s::text[]) AS distinct_id
 ), claimed AS (
-    INSERT INTO pipelines_persondistinctid (project_id, distinct_id, person_id)
-    SELECT project.id, ids.distinct_id, gen_random_uuid() FROM project, ids
+    INSERT INTO {claim.table} ({claim.columns})
+    SELECT {claim.values} FROM project, ids{claim_defaults}
     WHERE NOT EXISTS (
         SELECT 1 FROM pipelines_persondistinctid AS known
         WHERE known.project_id = project.id AND known.distinct_id = ids.distinct_id
     )
     ORDER BY ids.distinct_id
     ON CONFLICT (project_id, distinct_id) DO NOTHING
-    RETURNING project_id, person_id
+    RETURNING project_id, distinct_id, person_id
 ), created AS (
-    INSERT INTO pipelines_person (uuid, project_id, properties, is_identified, created_at, updated_at, version)
-    SELECT person_id, project_id, '{}'::jsonb, false, statement_timestamp(), statement_timestamp(), 0 FROM claimed
+    INSERT INTO {person.table} ({person.columns})
+    SELECT {person.values} FROM claimed{person_defaults}
     RETURNING 1
 )
 SELECT count(*) FROM created
 """
+
+
+@per_vendor
+def _ensure_statement(connection) -> tuple[str, Insert, Insert]:
+    """`_ENSURE` with the columns of the claims and the persons derived from their models, and the two inserts."""
+    claim = insert_from_recordset(
+        PersonDistinctId,
+        connection,
+        recordset="claim_defaults",
+        given={"project_id": "project.id", "distinct_id": "ids.distinct_id", "person_id": "gen_random_uuid()"},
+    )
+    person = insert_from_recordset(
+        Person,
+        connection,
+        recordset="person_defaults",
+        given={
+            "uuid": "claimed.person_id",
+            "project_id": "claimed.project_id",
+            "created_at": "statement_timestamp()",
+            "updated_at": "statement_timestamp()",
+        },
+    )
+    statement = _ENSURE.format(
+        claim=claim,
+        person=person,
+        claim_defaults=claim.read_from("%(defaults)s::jsonb -> ids.distinct_id"),
+        person_defaults=person.read_from("%(defaults)s::jsonb -> claimed.distinct_id"),
+    )
+    return statement, claim, person
 
 
 def _ensure_postgresql(project_id: int, distinct_ids: Iterable[str]) -> None:
@@ -239,10 +273,13 @@ def _ensure_postgresql(project_id: int, distinct_ids: Iterable[str]) -> None:
     A distinct id is claimed with ON CONFLICT DO NOTHING, so of two batches that meet a new id at once one creates
     its person and the other waits for that and uses it. The claim names the person by the uuid it is created with
     in the same statement (the foreign key is checked at commit)."""
+    statement, claim, person = _ensure_statement(connection)
+    ids = list(distinct_ids)
+    defaults = orjson.dumps({distinct_id: claim.default_row() | person.default_row() for distinct_id in ids})
     # Prepared (once per connection): it runs with every batch that meets a new id, and planning it would cost more
     # than running it.
     with prepared_cursor(connection) as cursor:
-        cursor.execute(_ENSURE, [project_id, list(distinct_ids)])
+        cursor.execute(statement, {"project": project_id, "ids": ids, "defaults": defaults.decode()})
 
 
 def _ensure_orm(project_id: int, distinct_ids: Iterable[str]) -> None:

@@ -14,7 +14,7 @@ from django.utils import timezone
 from organizations.selectors import project_id_for_api_token
 from pipelines.events.models import Event, EventUUID
 from pipelines.events.partitions import events_ensure_partitions, months_of
-from workspace.db import prepared_cursor
+from workspace.db import Insert, insert_from_recordset, per_vendor, prepared_cursor
 
 # Events
 
@@ -47,27 +47,20 @@ class NewEvent:
 # Both take the ledger's rows in uuid order: two batches at once that share uuids then wait for each other's rows in
 # the same order, where in their own orders each could hold a row the other waits for (a deadlock, which the database
 # ends by failing one of them).
-def _plain_and_on_conflict(statement: str) -> tuple[str, str]:
-    plain = statement.format(on_conflict="", only_stored="")
-    on_conflict = statement.format(
-        on_conflict="\n    ON CONFLICT DO NOTHING RETURNING uuid",
-        only_stored=" JOIN stored ON stored.uuid = incoming.uuid",
-    )
-    return plain, on_conflict
-
-
-_POSTGRESQL_INGEST = _plain_and_on_conflict("""
+#
+# The columns of both tables, and the document's, come from the models (`_ingest_statements`): a field added to
+# `Event` is written with its default, as the ORM would write it.
+_POSTGRESQL_INGEST = """
 WITH incoming AS (
-    SELECT * FROM jsonb_to_recordset(%s::jsonb)
-        AS incoming (uuid uuid, event text, distinct_id text, properties jsonb, "timestamp" timestamptz)
+    SELECT * FROM jsonb_to_recordset(%s::jsonb) AS incoming ({recordset})
 ), stored AS (
-    INSERT INTO pipelines_eventuuid (project_id, uuid) SELECT %s, uuid FROM incoming ORDER BY uuid{on_conflict}
+    INSERT INTO {ledger.table} ({ledger.columns})
+    SELECT {ledger.values} FROM incoming ORDER BY incoming.uuid{on_conflict}
 )
-INSERT INTO pipelines_event (uuid, project_id, event, distinct_id, properties, "timestamp", inserted_at)
-SELECT incoming.uuid, %s, incoming.event, incoming.distinct_id, incoming.properties, incoming."timestamp",
-    statement_timestamp()
+INSERT INTO {event.table} ({event.columns})
+SELECT {event.values}
 FROM incoming{only_stored}
-""")
+"""
 
 
 # The same, for the project a capture token names: the token is looked up in the statement that stores the events,
@@ -76,19 +69,17 @@ FROM incoming{only_stored}
 # `pipelines.events.persons`, which has nothing to create for a batch of known ids. Reading them takes no lock: the
 # statement still waits only on the ledger's rows, and the persons of new ids are made after it, by
 # `pipelines.events.persons`.
-_POSTGRESQL_INGEST_FOR_TOKEN = _plain_and_on_conflict("""
+_POSTGRESQL_INGEST_FOR_TOKEN = """
 WITH project AS (
     SELECT id FROM organizations_project WHERE api_token = %s
 ), incoming AS (
-    SELECT * FROM jsonb_to_recordset(%s::jsonb)
-        AS incoming (uuid uuid, event text, distinct_id text, properties jsonb, "timestamp" timestamptz)
+    SELECT * FROM jsonb_to_recordset(%s::jsonb) AS incoming ({recordset})
 ), stored AS (
-    INSERT INTO pipelines_eventuuid (project_id, uuid)
-    SELECT project.id, incoming.uuid FROM incoming, project ORDER BY incoming.uuid{on_conflict}
+    INSERT INTO {ledger.table} ({ledger.columns})
+    SELECT {ledger.values} FROM incoming, project ORDER BY incoming.uuid{on_conflict}
 ), inserted AS (
-    INSERT INTO pipelines_event (uuid, project_id, event, distinct_id, properties, "timestamp", inserted_at)
-    SELECT incoming.uuid, project.id, incoming.event, incoming.distinct_id, incoming.properties,
-        incoming."timestamp", statement_timestamp()
+    INSERT INTO {event.table} ({event.columns})
+    SELECT {event.values}
     FROM incoming{only_stored} CROSS JOIN project
     RETURNING 1
 )
@@ -99,7 +90,46 @@ SELECT (SELECT id FROM project), (SELECT count(*) FROM inserted), (
         WHERE known.project_id = project.id AND known.distinct_id = incoming.distinct_id
     )
 )
-""")
+"""
+
+# What the sender gives of an event, which `_batch_document` writes; the statements give the project and
+# `inserted_at`, and an event's other columns take their fields' defaults.
+_SENT = ("uuid", "event", "distinct_id", "properties", "timestamp")
+
+
+@dataclass(frozen=True, slots=True)
+class _Statements:
+    """An ingest statement's two spellings, and the inserts whose defaults its document carries."""
+
+    plain: str
+    on_conflict: str
+    inserts: tuple[Insert, ...]
+
+
+@per_vendor
+def _ingest_statements(connection, template: str, project: str) -> _Statements:
+    """The template's two spellings (see above), with the columns of the events and the ledger derived from their
+    models; `project` is the SQL of the project's id."""
+    event = insert_from_recordset(
+        Event,
+        connection,
+        recordset="incoming",
+        given={"project_id": project, "inserted_at": "statement_timestamp()"},
+        sent=_SENT,
+    )
+    ledger = insert_from_recordset(
+        EventUUID, connection, recordset="incoming", given={"project_id": project, "uuid": "incoming.uuid"}
+    )
+    columns = {"event": event, "ledger": ledger, "recordset": ", ".join(event.definition + ledger.definition)}
+    return _Statements(
+        plain=template.format(**columns, on_conflict="", only_stored=""),
+        on_conflict=template.format(
+            **columns,
+            on_conflict="\n    ON CONFLICT DO NOTHING RETURNING uuid",
+            only_stored=" JOIN stored ON stored.uuid = incoming.uuid",
+        ),
+        inserts=(event, ledger),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,15 +159,16 @@ def events_ingest_for_token(*, token: str, events: list[NewEvent]) -> Ingested |
     # Prepared, and with the parameters apart from the statement: the batch's document of tens of kilobytes reaches
     # the database as it is, where as a literal inside the statement it would be escaped on the way and scanned by
     # the database's parser (a good part of a batch's cost), and the statement is planned once per connection.
+    statements = _ingest_statements(connection, _POSTGRESQL_INGEST_FOR_TOKEN, "project.id")
     with prepared_cursor(connection) as cursor:
-        _execute_ingest(cursor, _POSTGRESQL_INGEST_FOR_TOKEN, [token, _batch_document(events)])
+        _execute_ingest(cursor, statements, [token, _batch_document(events, statements.inserts)])
         project_id, stored, without_person = cursor.fetchone()
     if project_id is None:
         return None
     return Ingested(project_id, stored, without_person=frozenset(without_person or ()))
 
 
-def _execute_ingest(cursor, statements: tuple[str, str], params: list) -> None:
+def _execute_ingest(cursor, statements: _Statements, params: list) -> None:
     """Run an ingest statement: first with a plain insert into the ledger, and only if that fails on a uuid the
     project already has, again with ON CONFLICT DO NOTHING, which stores the rest of the batch.
 
@@ -145,37 +176,43 @@ def _execute_ingest(cursor, statements: tuple[str, str], params: list) -> None:
     concurrent one's, once that commits: the insert waits for it). A failed statement leaves nothing behind: in
     autocommit (the capture views) it was its own transaction; inside the caller's transaction it runs in a
     savepoint, which costs two round trips more."""
-    plain, on_conflict = statements
     try:
         with transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext():
-            cursor.execute(plain, params)
+            cursor.execute(statements.plain, params)
     except IntegrityError as error:
         if getattr(getattr(error.__cause__, "diag", None), "table_name", None) != EventUUID._meta.db_table:
             raise
-        cursor.execute(on_conflict, params)
+        cursor.execute(statements.on_conflict, params)
 
 
-def _batch_document(events: list[NewEvent]) -> str:
+def _batch_document(events: list[NewEvent], inserts: tuple[Insert, ...]) -> str:
+    """The batch as the statements' recordset: each event's `_SENT` values, and the defaults of the columns that
+    neither the sender nor the statement gives (`Insert.defaults`; a callable default is called for each event)."""
     try:  # orjson writes the same document several times faster; it declines a string with a lone surrogate
-        return orjson.dumps(
-            [
-                {
-                    "uuid": event.uuid,
-                    "event": event.event,
-                    "distinct_id": event.distinct_id,
-                    # orjson writes a UTC time as isoformat() does, but would drop the seconds of another offset
-                    "timestamp": event.timestamp if event.timestamp.tzinfo is dt.UTC else event.timestamp.isoformat(),
-                    "properties": orjson.Fragment(event.properties_json),
-                }
-                for event in events
-            ]
-        ).decode()
+        rows = [
+            {
+                "uuid": event.uuid,
+                "event": event.event,
+                "distinct_id": event.distinct_id,
+                # orjson writes a UTC time as isoformat() does, but would drop the seconds of another offset
+                "timestamp": event.timestamp if event.timestamp.tzinfo is dt.UTC else event.timestamp.isoformat(),
+                "properties": orjson.Fragment(event.properties_json),
+            }
+            for event in events
+        ]
+        if any(insert.defaults for insert in inserts):
+            for row in rows:
+                for insert in inserts:
+                    row.update(insert.default_row())
+        return orjson.dumps(rows).decode()
     except orjson.JSONEncodeError:
         pass
     text = functools.partial(json.dumps, ensure_ascii=False)
     rows = ",".join(
         f'{{"uuid":"{event.uuid}","event":{text(event.event)},"distinct_id":{text(event.distinct_id)},'
-        f'"timestamp":"{event.timestamp.isoformat()}","properties":{event.properties_json}}}'
+        f'"timestamp":"{event.timestamp.isoformat()}","properties":{event.properties_json}'
+        + "".join(f",{text(key)}:{default()}" for insert in inserts for key, default in insert.defaults)
+        + "}"
         for event in events
     )
     return f"[{rows}]"
@@ -201,8 +238,9 @@ def events_ingest(*, project_id: int, events: list[NewEvent]) -> int:
     events = list(unique.values())
     if connection.vendor == "postgresql":
         events_ensure_partitions(months_of(event.timestamp for event in events))
+        statements = _ingest_statements(connection, _POSTGRESQL_INGEST, "%s")
         with prepared_cursor(connection) as cursor:  # see events_ingest_for_token
-            _execute_ingest(cursor, _POSTGRESQL_INGEST, [_batch_document(events), project_id, project_id])
+            _execute_ingest(cursor, statements, [_batch_document(events, statements.inserts), project_id, project_id])
             return cursor.rowcount
     inserted_at = timezone.now()
     with transaction.atomic():
