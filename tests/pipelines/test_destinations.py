@@ -2,7 +2,7 @@
 
 import pytest
 
-from pipelines.batch_exports.destinations import config_errors
+from pipelines.batch_exports.destinations import DESTINATIONS
 from tests.pipelines.test_batch_exports_api import VALID_CONFIGS
 
 
@@ -20,7 +20,7 @@ from tests.pipelines.test_batch_exports_api import VALID_CONFIGS
     ],
 )
 def test_accepted(destination_type, changes):
-    assert config_errors(destination_type, {**VALID_CONFIGS[destination_type], **changes}) == {}
+    assert DESTINATIONS[destination_type].problems({**VALID_CONFIGS[destination_type], **changes}) == {}
 
 
 @pytest.mark.parametrize(
@@ -35,5 +35,5 @@ def test_accepted(destination_type, changes):
     ],
 )
 def test_refused(destination_type, changes, key):
-    errors = config_errors(destination_type, {**VALID_CONFIGS[destination_type], **changes})
-    assert list(errors["config"]) == [key]
+    problems = DESTINATIONS[destination_type].problems({**VALID_CONFIGS[destination_type], **changes})
+    assert list(problems) == [key]
