@@ -238,6 +238,9 @@ class Destination:
     Config: ClassVar[type[DestinationConfig]]
     takes_persons: ClassVar[bool] = False  # whether a persons export's rows can go there, or events only
     steps: ClassVar[tuple[str, ...]] = STEP_NAMES
+    # What a test's steps open, for the next steps: a database's or a server's connection, or a vendor's client.
+    connection = None
+    client = None
 
     def __init__(self, context: ExportContext):
         self.context = context
@@ -259,6 +262,9 @@ class Destination:
 
     def close(self) -> None:
         """Let go of what the steps opened; called whatever happened."""
+        for opened in (self.connection, self.client):
+            if opened is not None:
+                opened.close()
 
 
 class ConnectorDestination(Destination):

@@ -47,7 +47,6 @@ def _value(column: Column, event: dict, json_type: str):
 class BigQuery(ConnectorDestination):
     name = "BigQuery"
     connector, extra = "google.cloud.bigquery", "bigquery"
-    client = None  # a test's
 
     class Config(DestinationConfig):
         project_id: Required
@@ -137,7 +136,3 @@ class BigQuery(ConnectorDestination):
         except exceptions.GoogleAPICallError as exc:
             raise self.context.error(f"Could not read the dataset {dataset}: {exc}") from None
         return f"{self.config['client_email']} may read the dataset {dataset}."
-
-    def close(self) -> None:
-        if self.client is not None:
-            self.client.close()

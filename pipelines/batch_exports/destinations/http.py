@@ -97,7 +97,6 @@ def capture_event(event: dict) -> dict:
 class HTTP(Destination):
     name = "HTTP"
     steps = ("connect", "authenticate", "write_permission")
-    connection = None
 
     class Config(DestinationConfig):
         url: RequiredUrl
@@ -164,10 +163,6 @@ class HTTP(Destination):
 
     def check_write_permission(self, timeout: float) -> str:
         return f"{self.host} took the test event ({self.status}); it is marked {TEST_EVENT}."
-
-    def close(self) -> None:
-        if self.connection is not None:
-            self.connection.close()
 
 
 class _Batch(str):

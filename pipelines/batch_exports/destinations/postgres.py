@@ -71,7 +71,6 @@ class Postgres(Destination):
     takes_persons = True
     default_port = 5432
     batch_size = BATCH_SIZE
-    connection = None  # a test's
     may_create = False  # whether the user may create tables in the schema (check_write_permission finds out)
 
     class Config(DatabaseConfig):
@@ -407,7 +406,3 @@ class Postgres(Destination):
         except psycopg.Error as exc:
             raise self.failure(exc, f"Could not write a row to {shown}") from None
         return f"Created {shown}, wrote a row and dropped it; nothing is left."
-
-    def close(self) -> None:
-        if self.connection is not None:
-            self.connection.close()

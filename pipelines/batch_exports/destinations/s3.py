@@ -309,7 +309,6 @@ def _failure(context: ExportContext, exc: Exception, doing: str) -> DestinationE
 class S3(Destination):
     name = "S3"
     takes_persons = True
-    client = None
     session = None
 
     class Config(DestinationConfig):
@@ -504,10 +503,6 @@ class S3(Destination):
             error = self._step_error(exc, f"Could not delete the test object s3://{bucket}/{self.test_key}")
             raise self.context.error(f"{error.message} Delete it by hand.") from None
         return f"Deleted the test object s3://{bucket}/{self.test_key}; nothing is left."
-
-    def close(self) -> None:
-        if self.client is not None:
-            self.client.close()
 
 
 def _delete_stale(client, bucket: str, base: str, extension: str, written: list[str], context: ExportContext) -> None:

@@ -39,7 +39,6 @@ CREDENTIALS = ("password", "private_key")
 class Snowflake(ConnectorDestination):
     name = "Snowflake"
     connector, extra = "snowflake.connector", "snowflake"
-    connection = None  # a test's
 
     class Config(DestinationConfig):
         model_config = ConfigDict(
@@ -173,10 +172,6 @@ class Snowflake(ConnectorDestination):
 
     def check_authenticate(self, timeout: float) -> str:
         return f"Logged in as {self.config['user']}."
-
-    def close(self) -> None:
-        if self.connection is not None:
-            self.connection.close()
 
 
 def _retryable(exc) -> bool:
