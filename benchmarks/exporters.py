@@ -53,7 +53,7 @@ def main() -> int:
     import psycopg
     import pyarrow.parquet  # noqa: F401 - imported before measuring, like boto3 and psycopg
 
-    from pipelines.batch_exports.exporters import export_events
+    from pipelines.batch_exports.destinations import export_events
     from tests.live import free_port
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

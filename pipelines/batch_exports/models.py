@@ -5,6 +5,7 @@ from django.db import models
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from pipelines.batch_exports.destinations import DESTINATIONS
 from pipelines.batch_exports.secrets import EncryptedSecretsJSONField
 
 
@@ -26,14 +27,9 @@ class BatchExport(models.Model):
         EVENTS = "events"
         PERSONS = "persons"  # the persons changed in a run's interval (pipelines.events.persons)
 
-    class DestinationType(models.TextChoices):
-        S3 = "S3"
-        SNOWFLAKE = "Snowflake"
-        POSTGRES = "Postgres"
-        REDSHIFT = "Redshift"
-        BIGQUERY = "BigQuery", "Bigquery"
-        HTTP = "HTTP", "Http"
-        NOOP = "NoOp", "Noop"
+    # One choice per destination type (pipelines.batch_exports.destinations.DESTINATIONS): a member named as the type,
+    # labelled as Django labels it (title case: "Bigquery"), as the migrations record the choices.
+    DestinationType = models.TextChoices("DestinationType", list(DESTINATIONS))
 
     class PausedReason(models.TextChoices):
         MANUAL = "manual"  # by a person, through the API or admin

@@ -10,7 +10,7 @@ run, and every attempt and its outcome is kept on the row.
 
 The webhook gets the JSON body signed with HMAC-SHA256 under the export's secret, in `X-Workspace-Signature:
 t=<unix time>,v1=<hex digest of "<t>.<body>">`; the receiver recomputes the digest and may refuse an old `t`. Its
-address passes the outbound safety of destinations (`pipelines.batch_exports.exporters.safety`) at each attempt. Mail
+address passes the outbound safety of destinations (`pipelines.batch_exports.destinations.safety`) at each attempt. Mail
 goes to the organization's admins and owners, at most once a day per export: whether a notification is mailed is
 decided when it is written, under the export's lock, so two failures at once cannot both mail.
 """
@@ -31,9 +31,9 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.utils import timezone
 
 from organizations.models import Membership
-from pipelines.batch_exports.exporters.base import DestinationError
-from pipelines.batch_exports.exporters.http import _PinnedHTTPConnection, _PinnedHTTPSConnection
-from pipelines.batch_exports.exporters.safety import check_destination_url
+from pipelines.batch_exports.destinations.base import DestinationError
+from pipelines.batch_exports.destinations.http import _PinnedHTTPConnection, _PinnedHTTPSConnection
+from pipelines.batch_exports.destinations.safety import check_destination_url
 from pipelines.batch_exports.models import BatchExport, BatchExportNotification, BatchExportRun
 
 Event = BatchExportNotification.Event

@@ -6,10 +6,18 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail
 
-from pipelines.batch_exports.destination_checks import FAILED, PASSED, SKIPPED, STEP_NAMES
-from pipelines.batch_exports.destinations import URL_PATTERN, config_errors, public_config
-from pipelines.batch_exports.exporters.base import DestinationError
-from pipelines.batch_exports.exporters.safety import check_destination_url
+from pipelines.batch_exports.destinations import (
+    DESTINATIONS,
+    FAILED,
+    PASSED,
+    PERSONS_DESTINATIONS,
+    SKIPPED,
+    STEP_NAMES,
+    DestinationError,
+    public_config,
+)
+from pipelines.batch_exports.destinations.config import URL_PATTERN
+from pipelines.batch_exports.destinations.safety import check_destination_url
 from pipelines.batch_exports.models import BatchExport, BatchExportBackfill, BatchExportRun, BatchExportRunLog
 from pipelines.batch_exports.secrets import without_secrets
 from pipelines.query.errors import QueryError
@@ -125,19 +133,9 @@ class BatchExportNotificationsSerializer(serializers.Serializer):
 
 class BatchExportModelField(serializers.ChoiceField):
     """What an export exports: `events`, or `persons` (the persons changed in each interval,
-    `pipelines.events.persons`), which the destinations that write rows can take; the HTTP destination sends events
-    in the capture protocol and the Snowflake and BigQuery writers know the events' columns only."""
-
-
-# The destinations that take a persons export's rows (pipelines.batch_exports.exporters: the writers of rows and files).
-PERSONS_DESTINATIONS = frozenset(
-    {
-        BatchExport.DestinationType.S3,
-        BatchExport.DestinationType.POSTGRES,
-        BatchExport.DestinationType.REDSHIFT,
-        BatchExport.DestinationType.NOOP,
-    }
-)
+    `pipelines.events.persons`), which the destinations that write rows can take (`PERSONS_DESTINATIONS`); the HTTP
+    destination sends events in the capture protocol and the Snowflake and BigQuery writers know the events' columns
+    only."""
 
 
 class BatchExportSerializer(ModelSerializer):
@@ -237,9 +235,9 @@ def resolve_destination(attrs: dict, instance: BatchExport | None) -> tuple[str,
     elif same_type and isinstance(config, dict):
         # PATCH merges config keys, so secrets the client never sees survive an edit.
         config = {**instance.destination_config, **config}
-    errors = config_errors(destination_type, config)
-    if errors:
-        raise serializers.ValidationError({"destination": errors})
+    problems = DESTINATIONS[destination_type].problems(config)
+    if problems:
+        raise serializers.ValidationError({"destination": {"config": problems}})
     return destination_type, config
 
 

@@ -7,8 +7,7 @@ from rest_framework.decorators import action
 from rest_framework.generics import get_object_or_404
 
 from organizations.tenancy import OrganizationScopedViewSet, ProjectScopedViewSet
-from pipelines.batch_exports.destination_checks import check_destination
-from pipelines.batch_exports.destinations import public_config
+from pipelines.batch_exports.destinations import check_destination, public_config
 from pipelines.batch_exports.filters import BatchExportFilterSet, BatchExportLogFilterSet
 from pipelines.batch_exports.models import BatchExport, BatchExportBackfill, BatchExportRun, BatchExportRunLog
 from pipelines.batch_exports.serializers import (

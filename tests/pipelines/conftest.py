@@ -1,4 +1,4 @@
-"""Servers shared by the destination tests (tests/pipelines/exporters/) and the end-to-end ones
+"""Servers shared by the destination tests (tests/pipelines/destinations/) and the end-to-end ones
 (tests/pipelines/temporal/)."""
 
 import logging

@@ -8,12 +8,11 @@ import random
 import jsonschema
 import pytest
 
-from pipelines.batch_exports.destinations import DESTINATIONS, PREFIX_PATTERN, prefix_problem
-from pipelines.batch_exports.exporters import DestinationError, export_events
-from pipelines.batch_exports.exporters.base import ExportContext
-from pipelines.batch_exports.exporters.s3 import base_key
+from pipelines.batch_exports.destinations import DESTINATIONS, DestinationError, export_events
+from pipelines.batch_exports.destinations.base import ExportContext
+from pipelines.batch_exports.destinations.config import PREFIX_PATTERN, prefix_problem
+from pipelines.batch_exports.destinations.s3 import base_key
 from pipelines.batch_exports.models import BatchExport
-from pipelines.batch_exports.schema import config_schema
 from tests.pipelines.factories import BatchExportFactory
 from tests.pipelines.test_destination_schema import as_json_schema
 
@@ -98,7 +97,7 @@ def test_a_relative_prefix_is_stored_as_given(client, project, prefix):
 
 
 def test_the_schema_publishes_the_same_rule():
-    schema = as_json_schema(config_schema(DESTINATIONS["S3"], "S3"))
+    schema = as_json_schema(DESTINATIONS["S3"].Config.openapi_schema())
     assert schema["properties"]["prefix"]["anyOf"][0]["pattern"] == PREFIX_PATTERN.pattern
     for prefix in GOOD_PREFIXES:
         jsonschema.validate(s3_config(prefix=prefix), schema)

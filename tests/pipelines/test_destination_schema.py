@@ -4,7 +4,6 @@ import jsonschema
 import pytest
 
 from pipelines.batch_exports.destinations import DESTINATIONS
-from pipelines.batch_exports.schema import config_schema
 from tests.pipelines.test_batch_exports_api import BAD_CONFIGS, VALID_CONFIGS
 
 
@@ -22,13 +21,13 @@ def as_json_schema(schema):
 
 @pytest.mark.parametrize("destination_type", list(VALID_CONFIGS))
 def test_every_valid_config_fits_its_schema(destination_type):
-    schema = as_json_schema(config_schema(DESTINATIONS[destination_type], destination_type))
+    schema = as_json_schema(DESTINATIONS[destination_type].Config.openapi_schema())
     jsonschema.validate(VALID_CONFIGS[destination_type], schema)
 
 
 @pytest.mark.parametrize("destination_type,config,attr", BAD_CONFIGS, ids=lambda value: str(value)[:40])
 def test_every_refused_config_breaks_its_schema(destination_type, config, attr):
-    schema = as_json_schema(config_schema(DESTINATIONS[destination_type], destination_type))
+    schema = as_json_schema(DESTINATIONS[destination_type].Config.openapi_schema())
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(config, schema)
 

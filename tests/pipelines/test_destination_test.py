@@ -15,8 +15,8 @@ import pytest
 
 from pipelines.batch_exports.models import BatchExport
 from tests.pipelines.conftest import new_bucket
-from tests.pipelines.exporters.test_postgres import RejectingPostgres, scratch  # noqa: F401 - a fixture
-from tests.pipelines.exporters.test_warehouses import SNOWFLAKE, snowflake  # noqa: F401 - a fixture
+from tests.pipelines.destinations.test_postgres import RejectingPostgres, scratch  # noqa: F401 - a fixture
+from tests.pipelines.destinations.test_warehouses import SNOWFLAKE, snowflake  # noqa: F401 - a fixture
 from tests.pipelines.factories import BatchExportFactory
 from tests.pipelines.test_batch_exports_api import BAD_CONFIGS, new_export
 from workspace.models import ActivityLog

@@ -10,8 +10,7 @@ import pytest
 from cryptography.fernet import MultiFernet
 
 import pipelines.batch_exports.views
-from pipelines.batch_exports.destination_checks import PASSED
-from pipelines.batch_exports.destinations import SECRET_KEYS, public_config
+from pipelines.batch_exports.destinations import PASSED, SECRET_KEYS, public_config
 from pipelines.batch_exports.models import BatchExport
 from pipelines.batch_exports.notifications import webhook_secret
 from pipelines.batch_exports.secrets import Sealed, open_secrets, seal, seal_secrets

@@ -208,8 +208,8 @@ def heartbeating(every: float = HEARTBEAT_SECONDS):
 
 
 def exporter():
-    """The destinations' entry point (`pipelines.batch_exports.exporters`), looked up at run time."""
-    from pipelines.batch_exports.exporters import DestinationError, export_events
+    """The destinations' entry point (`pipelines.batch_exports.destinations`), looked up at run time."""
+    from pipelines.batch_exports.destinations import DestinationError, export_events
 
     return export_events, DestinationError
 
@@ -217,7 +217,7 @@ def exporter():
 @activity.defn(name="export-batch-export-run")
 def export_run(run_id: str) -> ExportOutcome:
     """Read the run's events (a persons export: the persons changed in its interval) and hand them to its
-    destination. A destination's error fails the activity with its message (never a credential: the exporters see
+    destination. A destination's error fails the activity with its message (never a credential: the destinations see
     to that), retried by Temporal only when the destination says a retry may succeed; any other error is retried and
     reported without its details, which go to the worker's log."""
     with database():
@@ -235,7 +235,7 @@ def export_run(run_id: str) -> ExportOutcome:
             columns = None
             what = "person rows"
         else:
-            from pipelines.batch_exports.exporters import select_columns  # not in the workflow sandbox
+            from pipelines.batch_exports.destinations import select_columns  # not in the workflow sandbox
             from pipelines.query.errors import QueryError
 
             try:

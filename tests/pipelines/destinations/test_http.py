@@ -7,10 +7,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from pipelines.batch_exports.exporters import DestinationError
-from pipelines.batch_exports.exporters import http as http_exporter
+from pipelines.batch_exports.destinations import DestinationError
+from pipelines.batch_exports.destinations import http as http_destination
 from pipelines.events.models import Event
-from tests.pipelines.exporters.conftest import make_events
+from tests.pipelines.destinations.conftest import make_events
 
 
 def test_events_arrive_in_the_other_project_through_its_capture_endpoint(
@@ -63,7 +63,7 @@ class Flaky(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def flaky(monkeypatch):
-    monkeypatch.setattr(http_exporter, "BACKOFF_SECONDS", 0)
+    monkeypatch.setattr(http_destination, "BACKOFF_SECONDS", 0)
     Flaky.statuses, Flaky.bodies = [], []
     server = ThreadingHTTPServer(("127.0.0.1", 0), Flaky)
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -93,7 +93,7 @@ def test_5xx_that_persists_is_a_retryable_error(flaky, allow_private, run):
 
     assert raised.value.retryable is True
     assert "500" in raised.value.message
-    assert len(handler.bodies) == http_exporter.ATTEMPTS
+    assert len(handler.bodies) == http_destination.ATTEMPTS
 
 
 @pytest.mark.parametrize(
@@ -132,12 +132,12 @@ def test_private_host_allowed_by_the_setting(flaky, settings, run):
 def test_batches_are_cut_by_count_and_by_size(flaky, allow_private, run, monkeypatch):
     server, handler = flaky
     url = f"http://127.0.0.1:{server.server_address[1]}/batch/"
-    monkeypatch.setattr(http_exporter, "BATCH_SIZE", 50)
+    monkeypatch.setattr(http_destination, "BATCH_SIZE", 50)
     big = (
         {**event, "properties": {"blob": "x" * 5000}} if event["uuid"].endswith("7") else event
         for event in make_events(120)
     )
-    monkeypatch.setattr(http_exporter, "BATCH_BYTES", 20_000)
+    monkeypatch.setattr(http_destination, "BATCH_BYTES", 20_000)
 
     result = run.export("HTTP", {"url": url, "token": "t0k3n"}, big)
 

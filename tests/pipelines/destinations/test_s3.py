@@ -8,11 +8,11 @@ import brotli
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines.batch_exports.exporters import DestinationError, select_columns
-from pipelines.batch_exports.exporters import s3 as s3_exporter
+from pipelines.batch_exports.destinations import DestinationError, select_columns
+from pipelines.batch_exports.destinations import s3 as s3_destination
 from tests.live import free_port
 from tests.pipelines.conftest import new_bucket
-from tests.pipelines.exporters.conftest import make_events
+from tests.pipelines.destinations.conftest import make_events
 
 KEY_ID, SECRET = "AKIAEXPORTTESTS00001", "s3-secret-key-do-not-leak-0123456789"
 
@@ -90,8 +90,8 @@ def test_parquet_file_reads_back_with_the_query_columns(bucket, run):
 
 def test_big_intervals_are_split_and_a_smaller_retry_removes_extra_parts(bucket, run, monkeypatch):
     client, config = bucket
-    monkeypatch.setattr(s3_exporter, "BATCH_SIZE", 500)
-    monkeypatch.setattr(s3_exporter, "PART_SIZE", 5 * 1024 * 1024)  # S3's smallest part: exercises multipart
+    monkeypatch.setattr(s3_destination, "BATCH_SIZE", 500)
+    monkeypatch.setattr(s3_destination, "PART_SIZE", 5 * 1024 * 1024)  # S3's smallest part: exercises multipart
     config = {**config, "max_file_size_mb": 1}
     # Random-looking properties so that the file is big: ~1.5 KB per event, about 6 MB in all.
     big = ({**event, "properties": {"blob": event["uuid"] * 40}} for event in make_events(4000))
@@ -113,7 +113,7 @@ def test_big_intervals_are_split_and_a_smaller_retry_removes_extra_parts(bucket,
 
 def test_multipart_upload_of_one_large_file(bucket, run, monkeypatch):
     client, config = bucket
-    monkeypatch.setattr(s3_exporter, "PART_SIZE", 5 * 1024 * 1024)
+    monkeypatch.setattr(s3_destination, "PART_SIZE", 5 * 1024 * 1024)
     big = ({**event, "properties": {"blob": event["uuid"] * 40}} for event in make_events(8000))
 
     result = run.export("S3", config, big)
@@ -179,7 +179,7 @@ def test_a_key_that_may_not_list_still_exports_with_a_warning(bucket, run, monke
             "ListObjectsV2",
         )
 
-    monkeypatch.setattr(s3_exporter, "_delete_stale", denied)
+    monkeypatch.setattr(s3_destination, "_delete_stale", denied)
     result = run.export("S3", {**config, "max_file_size_mb": 1}, make_events(10))
 
     assert result.records == 10

@@ -1,16 +1,37 @@
-"""What every destination shares: the result, the error, the run's context, rows and batching, and scrubbing
-secrets out of any text that leaves an exporter."""
+"""What every destination shares: the `Destination` class each type subclasses, the result, the error, the run's
+context, rows and batching, and scrubbing secrets out of any text that leaves a destination."""
 
 import json
 import re
+import socket
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
+from importlib import import_module
 from itertools import islice
+from typing import ClassVar
 
-from pipelines.batch_exports.destinations import SECRET_KEYS
+from pipelines.batch_exports.destinations.config import DestinationConfig
 
 Log = Callable[[str, str], None]
+
+# Config keys that are stored but never returned by the API nor written to the activity log, whatever the type; their
+# values are sealed at rest (pipelines.batch_exports.secrets) and scrubbed from every message.
+SECRET_KEYS = frozenset(
+    {
+        "aws_secret_access_key",
+        "aws_session_token",
+        "password",
+        "private_key",
+        "private_key_id",
+        "private_key_passphrase",
+        "token",
+        "secret",
+        "api_key",
+    }
+)
+# The steps of a destination test (DECISIONS.md §17), in order; each type has those it can take (`Destination.steps`).
+STEP_NAMES = ("connect", "authenticate", "write_permission", "write_and_remove")
 
 
 @dataclass(frozen=True)
@@ -109,6 +130,11 @@ class ExportContext:
         return DestinationError(self.scrub(message), retryable=retryable)
 
 
+def public_config(config: dict | None) -> dict:
+    """The config without its secrets: what responses and the activity log show."""
+    return {key: value for key, value in (config or {}).items() if key not in SECRET_KEYS}
+
+
 def secret_values(config: dict) -> tuple[str, ...]:
     """The config's secret values, longest first (so a secret containing another is replaced whole)."""
     values = {str(value) for key, value in config.items() if key in SECRET_KEYS and value not in (None, "")}
@@ -174,3 +200,92 @@ def dumps(value) -> str:
 def quote_identifier(name: str) -> str:
     """A SQL identifier in double quotes (PostgreSQL, Redshift, Snowflake)."""
     return '"' + name.replace('"', '""') + '"'
+
+
+def require_extra(module: str, extra: str, destination: str):
+    """The module of a vendor's connector, or a DestinationError (not retryable) saying which extra installs it."""
+    try:
+        return import_module(module)
+    except ImportError:
+        raise DestinationError(
+            f"The {destination} destination needs its connector, which is not installed: "
+            f"pip install 'analytics-workspace[{extra}]'"
+        ) from None
+
+
+def open_socket(address: str, port: int, timeout: float, context: ExportContext) -> None:
+    """A TCP connection to the destination, closed at once: whether it can be reached at all."""
+    try:
+        socket.create_connection((address, port), timeout=timeout).close()
+    except OSError as exc:
+        raise context.error(f"Could not connect to {address}:{port}: {type(exc).__name__}: {exc}") from None
+
+
+class Skip(Exception):
+    """A step of a test that cannot be run here; its message says why."""
+
+
+class Destination:
+    """A destination type: what its config holds (`Config`), how a run moves rows to it (`export`) and how it is
+    tested before it is trusted (a `check_<step>` method for each of its `steps`).
+
+    An instance serves one run or one test, whose `context` holds the config and where log lines go. A test's
+    steps run in order on one instance, so what a step opens (a client, a connection) is there for the next one;
+    `close` lets go of it.
+    """
+
+    name: ClassVar[str]  # the type, as the API and the database call it
+    Config: ClassVar[type[DestinationConfig]]
+    takes_persons: ClassVar[bool] = False  # whether a persons export's rows can go there, or events only
+    steps: ClassVar[tuple[str, ...]] = STEP_NAMES
+    # What a test's steps open, for the next steps: a database's or a server's connection, or a vendor's client.
+    connection = None
+    client = None
+
+    def __init__(self, context: ExportContext):
+        self.context = context
+        self.config = context.config
+
+    @classmethod
+    def problems(cls, config) -> list | dict:
+        """What is wrong with `config` for this type, ready to nest under `config` (`DestinationConfig.problems`)."""
+        return cls.Config.problems(config, cls.name)
+
+    def export(self, events: Iterable[dict]) -> ExportResult:
+        """Move a run's rows to the destination (pipelines.batch_exports.destinations.export_events)."""
+        raise NotImplementedError(f"{type(self).__name__} must define export()")
+
+    def check(self, step: str, timeout: float) -> str:
+        """Run one step of a test: its message when it passes, DestinationError when it fails, Skip when it cannot
+        be run here."""
+        return getattr(self, f"check_{step}")(timeout)
+
+    def close(self) -> None:
+        """Let go of what the steps opened; called whatever happened."""
+        for opened in (self.connection, self.client):
+            if opened is not None:
+                opened.close()
+
+
+class ConnectorDestination(Destination):
+    """A destination reached through its vendor's connector, an optional extra: a test connects and logs in when
+    the connector is installed (`check_connect`, `check_authenticate`); what a run writes is not tried."""
+
+    connector: ClassVar[str]  # the connector's module
+    extra: ClassVar[str]  # the pyproject extra that installs it
+
+    def check(self, step: str, timeout: float) -> str:
+        try:
+            import_module(self.connector)
+        except ImportError:
+            raise Skip(
+                f"Not checked: testing a {self.name} destination needs its connector, which is not installed "
+                f"(pip install 'analytics-workspace[{self.extra}]')."
+            ) from None
+        if step in ("write_permission", "write_and_remove"):
+            raise Skip(f"Not checked for {self.name}: the first run creates and writes the table.")
+        return super().check(step, timeout)
+
+    def connector_module(self, module: str):
+        """A module of the connector (`require_extra`)."""
+        return require_extra(module, self.extra, self.name)

@@ -5,23 +5,33 @@ rather than adding them again.
 Each batch is copied (COPY) into a temporary staging table and merged into the target in the same transaction
 with `INSERT ... ON CONFLICT (uuid) DO UPDATE`; one transaction per batch, so a run that fails half-way has
 committed whole batches only, which its retry overwrites.
+
+A test logs in as a run does, reads the user's privileges on the schema and the table, and writes a row to a scratch
+table in the configured schema (a temporary one when the user may not create tables there), dropped in the same
+transaction. Redshift (pipelines.batch_exports.destinations.redshift) is this class with what differs overridden.
 """
 
+import uuid
 from collections.abc import Iterable
 
-from pipelines.batch_exports.exporters.base import (
+from pydantic import Field
+
+from pipelines.batch_exports.destinations.base import (
     INTEGER_PATHS,
     TEXT_PATHS,
     TIME_PATHS,
     Column,
+    Destination,
     DestinationError,
     ExportContext,
     ExportResult,
     batched,
     dumps,
+    open_socket,
     quote_identifier,
 )
-from pipelines.batch_exports.exporters.safety import resolve_destination_host
+from pipelines.batch_exports.destinations.config import Boolean, DestinationConfig, EventNames, Integer, Required
+from pipelines.batch_exports.destinations.safety import resolve_destination_host
 
 BATCH_SIZE = 10_000
 CONNECT_TIMEOUT_SECONDS = 10
@@ -43,15 +53,34 @@ def table_columns(columns: Iterable[Column], key: tuple[str, ...] = ("uuid",)) -
     return columns
 
 
-class PostgresWriter:
+class DatabaseConfig(DestinationConfig):
+    """Where a database destination's rows go, and as whom."""
+
+    host: Required
+    database: Required
+    user: Required
+    password: Required
+    schema_: Required = Field(alias="schema")  # `schema` would shadow pydantic's own
+    table_name: Required
+
+
+class Postgres(Destination):
     """Writes batches of rows to a PostgreSQL-compatible database; Redshift overrides what differs."""
 
     name = "Postgres"
+    takes_persons = True
     default_port = 5432
     batch_size = BATCH_SIZE
+    may_create = False  # whether the user may create tables in the schema (check_write_permission finds out)
+
+    class Config(DatabaseConfig):
+        port: Integer | None = None
+        has_self_signed_cert: Boolean | None = None
+        exclude_events: EventNames | None = None
+        include_events: EventNames | None = None
 
     def __init__(self, context: ExportContext):
-        self.context = context
+        super().__init__(context)
         config = context.config
         self.schema = config["schema"]
         self.table = config["table_name"]
@@ -128,7 +157,9 @@ class PostgresWriter:
 
     # Connection ------------------------------------------------------------------------------------------------
 
-    def connect(self):
+    def open_connection(self, timeout: int = CONNECT_TIMEOUT_SECONDS, use: str = "batch export", failing="connect to"):
+        """A connection for a run (or, with its own timeout, `use` and wording, a test's); a DestinationError saying
+        "Could not {failing} ..." when it cannot be opened."""
         import psycopg
 
         config = self.context.config
@@ -144,12 +175,12 @@ class PostgresWriter:
                 dbname=config["database"],
                 user=config["user"],
                 password=config.get("password") or "",
-                connect_timeout=CONNECT_TIMEOUT_SECONDS,
-                application_name="analytics-workspace batch export",
+                connect_timeout=timeout,
+                application_name=f"analytics-workspace {use}",
                 **self.connect_options(),
             )
         except psycopg.Error as exc:
-            raise self.failure(exc, f"Could not connect to {self.name} at {host}:{port}") from exc
+            raise self.failure(exc, f"Could not {failing} {self.name} at {host}:{port}") from exc
 
     def connect_options(self) -> dict:
         # TLS when the server offers it; `has_self_signed_cert` servers get it unverified all the same (libpq's
@@ -267,7 +298,7 @@ class PostgresWriter:
 
         records = 0
         size = 0
-        with self.connect() as connection:
+        with self.open_connection() as connection:
             doing = f"Could not create the table {self.schema}.{self.table}"
             try:
                 self.create_table(connection)
@@ -290,6 +321,88 @@ class PostgresWriter:
         self.context.info(f"Wrote {records} rows to {self.name} table {self.schema}.{self.table}.")
         return ExportResult(records=records, bytes=size)
 
+    # The test ----------------------------------------------------------------------------------------------------
 
-def export(context: ExportContext, events: Iterable[dict]) -> ExportResult:
-    return PostgresWriter(context).export(events)
+    def check_connect(self, timeout: float) -> str:
+        host = self.config["host"]
+        port = int(self.config.get("port") or self.default_port)
+        address = resolve_destination_host(host, port)
+        open_socket(address, port, timeout, self.context)
+        return f"Reached {host}:{port}."
+
+    def _timed(self, timeout: float) -> None:
+        with self.connection.cursor() as cursor:
+            cursor.execute(f"SET statement_timeout = {max(int(timeout * 1000), 1)}")
+        self.connection.commit()
+
+    def check_authenticate(self, timeout: float) -> str:
+        # As a run connects, with this step's timeout.
+        self.connection = self.open_connection(max(int(timeout), 2), "destination test", "log in to")
+        return f"Logged in to {self.name} database {self.config['database']} as {self.config['user']}."
+
+    def check_write_permission(self, timeout: float) -> str:
+        import psycopg
+
+        self._timed(timeout)
+        table = self.config["table_name"]
+        try:
+            with self.connection.cursor() as cursor:
+                cursor.execute("SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = %s", [self.schema])
+                if cursor.fetchone() is None:
+                    raise self.context.error(f"The schema {self.schema} does not exist.")
+                cursor.execute(
+                    "SELECT has_schema_privilege(current_user, %s, 'USAGE'), "
+                    "has_schema_privilege(current_user, %s, 'CREATE')",
+                    [self.schema, self.schema],
+                )
+                usage, self.may_create = cursor.fetchone()
+                cursor.execute(
+                    "SELECT 1 FROM information_schema.tables WHERE table_schema = %s AND table_name = %s",
+                    [self.schema, table],
+                )
+                exists = cursor.fetchone() is not None
+                insert = True
+                if exists and usage:
+                    cursor.execute("SELECT has_table_privilege(current_user, %s, 'INSERT')", [self.target])
+                    (insert,) = cursor.fetchone()
+            self.connection.commit()
+        except psycopg.Error as exc:
+            raise self.failure(exc, f"Could not read the privileges on {self.schema}") from None
+        if not usage:
+            raise self.context.error(f"{self.config['user']} may not use the schema {self.schema} (USAGE).")
+        if exists and not insert:
+            raise self.context.error(f"{self.config['user']} may not insert into {self.schema}.{table}.")
+        if not exists and not self.may_create:
+            raise self.context.error(
+                f"The table {self.schema}.{table} does not exist and {self.config['user']} may not create it (CREATE "
+                f"on the schema {self.schema})."
+            )
+        if exists:
+            return f"{self.config['user']} may insert into {self.schema}.{table}."
+        return f"{self.config['user']} may create {self.schema}.{table}, which the first run creates."
+
+    def check_write_and_remove(self, timeout: float) -> str:
+        import psycopg
+
+        self._timed(timeout)
+        # In the configured schema when the user may create tables there, else a temporary table: created, written
+        # and dropped in one transaction, so nothing is left behind whatever happens half-way.
+        name = f"workspace_test_{uuid.uuid4().hex[:16]}"
+        if self.may_create:
+            scratch, shown, temporary = (
+                f"{quote_identifier(self.schema)}.{quote_identifier(name)}",
+                f"{self.schema}.{name}",
+                "",
+            )
+        else:
+            scratch, shown, temporary = quote_identifier(name), f"a temporary table {name}", "TEMPORARY "
+        try:
+            with self.connection.transaction(), self.connection.cursor() as cursor:
+                cursor.execute(f'CREATE {temporary}TABLE {scratch} ("uuid" VARCHAR(200) NOT NULL)')
+                cursor.execute(f'INSERT INTO {scratch} ("uuid") VALUES (%s)', [str(uuid.uuid4())])
+                cursor.execute(f"SELECT count(*) FROM {scratch}")
+                cursor.fetchone()
+                cursor.execute(f"DROP TABLE {scratch}")
+        except psycopg.Error as exc:
+            raise self.failure(exc, f"Could not write a row to {shown}") from None
+        return f"Created {shown}, wrote a row and dropped it; nothing is left."

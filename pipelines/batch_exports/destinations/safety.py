@@ -4,7 +4,7 @@ A destination host (HTTP `url`, Postgres/Redshift `host`, S3 `endpoint_url`) is 
 refused when any of its addresses is loopback, private, link-local, reserved, multicast, unspecified, shared
 (100.64/10), or otherwise not globally routable (which covers the metadata endpoints 169.254.169.254,
 fd00:ec2::254 and 100.100.100.200), unless `settings.BATCH_EXPORT_ALLOW_PRIVATE_DESTINATIONS` is on (development
-and tests). The exporters connect to the address returned here rather than resolving the name again, so a name
+and tests). Runs and tests connect to the address returned here rather than resolving the name again, so a name
 cannot resolve to a public address for the check and a private one for the connection (DNS rebinding).
 """
 
@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 
-from pipelines.batch_exports.exporters.base import DestinationError
+from pipelines.batch_exports.destinations.base import DestinationError
 
 # Not "private" in Python's tables on every version, but metadata services of clouds.
 METADATA_ADDRESSES = frozenset(

@@ -1,4 +1,4 @@
-"""Snowflake and BigQuery without their services: stand-in connector modules record what the exporters ask of them.
+"""Snowflake and BigQuery without their services: stand-in connector modules record what the destinations ask of them.
 
 What the vendors' servers do with it is not tested here; that each batch is staged and MERGEd on uuid, with the
 config's credentials and names, is.
@@ -9,8 +9,8 @@ import types
 
 import pytest
 
-from pipelines.batch_exports.exporters import DestinationError
-from tests.pipelines.exporters.conftest import make_events
+from pipelines.batch_exports.destinations import DestinationError
+from tests.pipelines.destinations.conftest import make_events
 
 SNOWFLAKE = {
     "account": "acme",

@@ -5,10 +5,10 @@ import sys
 
 import pytest
 
-from pipelines.batch_exports.exporters import DestinationError
-from pipelines.batch_exports.exporters.base import scrub
-from pipelines.batch_exports.exporters.safety import resolve_destination_host
-from tests.pipelines.exporters.conftest import make_events
+from pipelines.batch_exports.destinations import DestinationError
+from pipelines.batch_exports.destinations.base import scrub
+from pipelines.batch_exports.destinations.safety import resolve_destination_host
+from tests.pipelines.destinations.conftest import make_events
 
 POSTGRES = {"port": 5432, "database": "d", "user": "u", "password": "pg-pass-123", "schema": "s", "table_name": "t"}
 
@@ -104,12 +104,12 @@ def test_scrub_removes_known_secrets_and_credential_shapes():
 
 
 def test_an_unexpected_exception_is_reported_without_secrets(run, monkeypatch):
-    from pipelines.batch_exports.exporters import noop
+    from pipelines.batch_exports.destinations.noop import NoOp
 
-    def explode(context, events):
-        raise RuntimeError(f"client blew up with {context.config['token']}")
+    def explode(self, events):
+        raise RuntimeError(f"client blew up with {self.config['token']}")
 
-    monkeypatch.setattr(noop, "export", explode)
+    monkeypatch.setattr(NoOp, "export", explode)
     with pytest.raises(DestinationError) as raised:
         run.export("NoOp", {"token": "tok-very-secret"}, make_events(1))
     assert "tok-very-secret" not in raised.value.message

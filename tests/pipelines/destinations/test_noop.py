@@ -1,5 +1,5 @@
-from pipelines.batch_exports.exporters import DestinationError, ExportResult, select_columns
-from tests.pipelines.exporters.conftest import make_events
+from pipelines.batch_exports.destinations import DestinationError, ExportResult, select_columns
+from tests.pipelines.destinations.conftest import make_events
 
 
 def test_noop_reads_every_event_and_moves_nothing(run):
@@ -25,7 +25,7 @@ def test_include_and_exclude_events_filter_what_moves(run):
 
 def test_the_events_given_are_the_ones_that_move_whatever_the_columns(run):
     # The WHERE of an export's query is the database's, applied while the run's events are read
-    # (tests/pipelines/exporters/test_hogql_query.py): export_events takes only its columns.
+    # (tests/pipelines/destinations/test_hogql_query.py): export_events takes only its columns.
     columns = select_columns("SELECT uuid, event FROM events WHERE properties.$browser = 'Chrome'")
     assert run.export("NoOp", {}, make_events(20), columns=columns).records == 20
 

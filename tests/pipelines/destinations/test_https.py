@@ -11,8 +11,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from pipelines.batch_exports.exporters import DestinationError
-from tests.pipelines.exporters.conftest import make_events
+from pipelines.batch_exports.destinations import DestinationError
+from tests.pipelines.destinations.conftest import make_events
 
 
 def certificate(tmp_path, name: str):

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from pipelines.batch_exports.exporters import export_events
+from pipelines.batch_exports.destinations import export_events
 
 INTERVAL_START = datetime(2024, 5, 1, 10, tzinfo=UTC)
 INTERVAL_END = INTERVAL_START + timedelta(hours=1)

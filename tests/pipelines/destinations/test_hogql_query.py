@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.core.exceptions import ValidationError
 
-from pipelines.batch_exports.exporters import Column, select_columns
-from pipelines.batch_exports.exporters.base import DEFAULT_COLUMNS
+from pipelines.batch_exports.destinations import Column, select_columns
+from pipelines.batch_exports.destinations.base import DEFAULT_COLUMNS
 from pipelines.batch_exports.models import BatchExport, BatchExportRun
 from pipelines.batch_exports.temporal.activities import iterate_events, run_events
 from pipelines.query.errors import QueryError
@@ -204,7 +204,7 @@ EVENT_UUID = uuid.UUID("0b7a4f8e-1c2d-4e5f-8a9b-0c1d2e3f4a5b")
 
 
 def exported(project, query: str, *, selected_by=BatchExportRun.SelectedBy.TIMESTAMP) -> list[dict]:
-    """The events a run of an export with `query` reads from the database, as the exporters get them."""
+    """The events a run of an export with `query` reads from the database, as the destinations get them."""
     export = BatchExportFactory(project=project, destination_type="NoOp", destination_config={}, hogql_query=query)
     run = BatchExportRunFactory(
         batch_export=export,

@@ -5,26 +5,25 @@ the staged rows inserted, so a retried interval replaces its rows. `properties_d
 stored: `super` (default) or `varchar` (`VARCHAR(65535)`, JSON text).
 """
 
-from collections.abc import Iterable
-
-from pipelines.batch_exports.exporters.base import (
-    INTEGER_PATHS,
-    TEXT_PATHS,
-    TIME_PATHS,
-    ExportContext,
-    ExportResult,
-    quote_identifier,
-)
-from pipelines.batch_exports.exporters.postgres import STAGE_TABLE, PostgresWriter
+from pipelines.batch_exports.destinations.base import INTEGER_PATHS, TEXT_PATHS, TIME_PATHS, quote_identifier
+from pipelines.batch_exports.destinations.config import EventNames, Integer, choice
+from pipelines.batch_exports.destinations.postgres import STAGE_TABLE, DatabaseConfig, Postgres
 
 INSERT_ROWS_PER_STATEMENT = 500
 
 
-class RedshiftWriter(PostgresWriter):
+class Redshift(Postgres):
     name = "Redshift"
     default_port = 5439
     batch_size = 5_000
     supports_upsert = False
+
+    class Config(DatabaseConfig):
+        # How JSON columns are stored: SUPER (queryable) or VARCHAR(65535) holding JSON text.
+        properties_data_type: choice("super", "varchar") | None = None
+        port: Integer | None = None
+        exclude_events: EventNames | None = None
+        include_events: EventNames | None = None
 
     def json_type(self) -> str:
         kind = str(self.context.config.get("properties_data_type") or "SUPER").upper()
@@ -80,7 +79,3 @@ class RedshiftWriter(PostgresWriter):
             f"INSERT INTO {self.target} ({columns}) SELECT {columns} FROM {STAGE_TABLE}",
             f"DELETE FROM {STAGE_TABLE}",
         ]
-
-
-def export(context: ExportContext, events: Iterable[dict]) -> ExportResult:
-    return RedshiftWriter(context).export(events)

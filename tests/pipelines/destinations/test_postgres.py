@@ -10,8 +10,8 @@ import psycopg
 import pytest
 from django.db import connection
 
-from pipelines.batch_exports.exporters import DestinationError, select_columns
-from tests.pipelines.exporters.conftest import INTERVAL_START, make_events
+from pipelines.batch_exports.destinations import DestinationError, select_columns
+from tests.pipelines.destinations.conftest import INTERVAL_START, make_events
 
 
 @pytest.fixture
