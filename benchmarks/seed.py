@@ -15,6 +15,8 @@ with its owner and first project, the API key).
 import datetime as dt
 from dataclasses import dataclass
 
+import orjson
+
 BATCH = 5_000
 TAG_POOL = [
     "marketing",
@@ -381,6 +383,17 @@ def seed_plugins(organization, project, sizes: Sizes) -> None:
     )
 
 
+# What a seeded event's properties are (see seed_events).
+PROPERTIES = """jsonb_strip_nulls(jsonb_build_object(
+    '$current_url', 'https://shop.example/products/' || (i %% 400),
+    '$browser', CASE WHEN name = 'signed up' THEN NULL
+                     WHEN person %% 20 < 10 THEN 'Chrome' WHEN person %% 20 < 14 THEN 'Safari'
+                     WHEN person %% 20 < 17 THEN 'Firefox' WHEN person %% 20 < 19 THEN 'Edge'
+                     ELSE 'Opera' END,
+    '$os', CASE person %% 3 WHEN 0 THEN 'Mac OS X' WHEN 1 THEN 'Windows' ELSE 'Linux' END,
+    '$lib', 'posthog-python', 'plan', 'pro'))"""
+
+
 def seed_events(project_id: int, count: int) -> None:
     """`count` events over the last 60 days, and their uuids, each in one INSERT ... SELECT.
 
@@ -393,39 +406,56 @@ def seed_events(project_id: int, count: int) -> None:
 
     from pipelines.events.models import Event, EventUUID
     from pipelines.events.partitions import events_ensure_partitions, month_of
+    from workspace.db import insert_from_recordset
 
     now = dt.datetime.now(dt.UTC)
     span = dt.timedelta(days=60)
     events_ensure_partitions({month_of(now - dt.timedelta(days=days)) for days in range(0, 61, 10)} | {month_of(now)})
     step_ms = max(1, int(span.total_seconds() * 1000 / count))
+    # The columns come from the models (workspace.db.insert_from_recordset): those the seed computes are given, any
+    # other takes its field's default, one value for every row.
+    moment = "%(now)s - make_interval(secs => i * %(step)s::float8 / 1000)"
+    events = insert_from_recordset(
+        Event,
+        connection,
+        recordset="defaults",
+        given={
+            "uuid": "gen_random_uuid()",
+            "project_id": "%(project)s",
+            "event": "name",
+            "distinct_id": "'user-' || person",
+            "properties": PROPERTIES,
+            "timestamp": moment,
+            "inserted_at": moment,
+        },
+    )
+    uuids = insert_from_recordset(
+        EventUUID, connection, recordset="defaults", given={"project_id": "seeded.project_id", "uuid": "seeded.uuid"}
+    )
     with connection.cursor() as cursor:
         cursor.execute(
             f"""
-            INSERT INTO {Event._meta.db_table}
-                (uuid, project_id, event, distinct_id, properties, "timestamp", inserted_at)
-            SELECT gen_random_uuid(), %(project)s, name, 'user-' || person,
-                   jsonb_strip_nulls(jsonb_build_object(
-                       '$current_url', 'https://shop.example/products/' || (i %% 400),
-                       '$browser', CASE WHEN name = 'signed up' THEN NULL
-                                        WHEN person %% 20 < 10 THEN 'Chrome' WHEN person %% 20 < 14 THEN 'Safari'
-                                        WHEN person %% 20 < 17 THEN 'Firefox' WHEN person %% 20 < 19 THEN 'Edge'
-                                        ELSE 'Opera' END,
-                       '$os', CASE person %% 3 WHEN 0 THEN 'Mac OS X' WHEN 1 THEN 'Windows' ELSE 'Linux' END,
-                       '$lib', 'posthog-python', 'plan', 'pro')),
-                   %(now)s - make_interval(secs => i * %(step)s::float8 / 1000),
-                   %(now)s - make_interval(secs => i * %(step)s::float8 / 1000)
+            INSERT INTO {events.table} ({events.columns})
+            SELECT {events.values}
             FROM generate_series(1, %(count)s) AS i,
                  LATERAL (SELECT i %% 5000 AS person, i / 5000 AS nth) AS sender,
                  LATERAL (
                      SELECT CASE WHEN person %% 4 = 0 AND nth %% 25 = 3 THEN 'signed up'
                                  WHEN (nth + person) %% 3 = 0 THEN '$autocapture'
                                  ELSE '$pageview' END AS name
-                 ) AS named
+                 ) AS named{events.read_from("%(defaults)s::jsonb")}
             """,
-            {"project": project_id, "now": now, "step": step_ms, "count": count},
+            {
+                "project": project_id,
+                "now": now,
+                "step": step_ms,
+                "count": count,
+                "defaults": orjson.dumps(events.default_row()).decode(),
+            },
         )
         cursor.execute(
-            f"INSERT INTO {EventUUID._meta.db_table} (project_id, uuid) "
-            f"SELECT project_id, uuid FROM {Event._meta.db_table} WHERE project_id = %s",
-            [project_id],
+            f"INSERT INTO {uuids.table} ({uuids.columns}) SELECT {uuids.values} "
+            f"FROM {Event._meta.db_table} AS seeded{uuids.read_from('%(defaults)s::jsonb')} "
+            "WHERE seeded.project_id = %(project)s",
+            {"project": project_id, "defaults": orjson.dumps(uuids.default_row()).decode()},
         )

@@ -165,12 +165,11 @@ def test_the_events_received_in_an_interval_are_read_off_the_index_of_each_parti
             timestamp = now - dt.timedelta(days=index % 90, minutes=index)
             rows.append((str(uuid.uuid4()), project_id, timestamp, timestamp + dt.timedelta(minutes=index % 30)))
     events_ensure_partitions(months_of(row[2] for row in rows))
+    Event.objects.bulk_create(
+        Event(uuid=key, project_id=project_id, event="$pageview", distinct_id="user-1", timestamp=at, inserted_at=at_in)
+        for key, project_id, at, at_in in rows
+    )
     with connection.cursor() as cursor:
-        cursor.executemany(
-            "INSERT INTO pipelines_event (uuid, project_id, event, distinct_id, properties, timestamp, inserted_at) "
-            "VALUES (%s, %s, '$pageview', 'user-1', '{}', %s, %s)",
-            rows,
-        )
         cursor.execute("ANALYZE pipelines_event")
         cursor.execute("SELECT DISTINCT tableoid::regclass::text FROM pipelines_event")
         holding_rows = {name for (name,) in cursor.fetchall()}
