@@ -77,18 +77,27 @@ class Dashboard(models.Model):
         return [tag.name for tag in self.tag_rows.all()]
 
 
-class DashboardTag(models.Model):
-    """One tag of a dashboard; a row per tag so that `?tags=` filters the same way on SQLite and PostgreSQL."""
+class TagRow(models.Model):
+    """One tag of the row its subclass names (`tag_rows` of it); a row per tag so that `?tags=` filters the same way
+    on SQLite and PostgreSQL."""
 
-    dashboard = models.ForeignKey(Dashboard, on_delete=models.CASCADE, related_name="tag_rows")
     name = models.CharField(max_length=128)
 
     class Meta:
+        abstract = True
         ordering = ["id"]
-        constraints = [models.UniqueConstraint(fields=["dashboard", "name"], name="unique_tag_per_dashboard")]
 
     def __str__(self) -> str:
         return self.name
+
+
+class DashboardTag(TagRow):
+    """One tag of a dashboard."""
+
+    dashboard = models.ForeignKey(Dashboard, on_delete=models.CASCADE, related_name="tag_rows")
+
+    class Meta(TagRow.Meta):
+        constraints = [models.UniqueConstraint(fields=["dashboard", "name"], name="unique_tag_per_dashboard")]
 
 
 def new_short_id() -> str:
@@ -144,18 +153,13 @@ class Insight(models.Model):
         return [tile.dashboard_id for tile in tiles]
 
 
-class InsightTag(models.Model):
+class InsightTag(TagRow):
     """One tag of an insight, stored like a dashboard's."""
 
     insight = models.ForeignKey(Insight, on_delete=models.CASCADE, related_name="tag_rows")
-    name = models.CharField(max_length=128)
 
-    class Meta:
-        ordering = ["id"]
+    class Meta(TagRow.Meta):
         constraints = [models.UniqueConstraint(fields=["insight", "name"], name="unique_tag_per_insight")]
-
-    def __str__(self) -> str:
-        return self.name
 
 
 class Text(models.Model):
