@@ -105,6 +105,13 @@ def test_landing_page_links_docs_and_admin(client, db):
     assert 'href="/api/docs/"' in content and 'href="/admin/"' in content
 
 
+@pytest.mark.parametrize("path", ["/", "/api/redoc/"])
+def test_the_service_s_own_pages_fit_a_phone_s_width(client, db, path):
+    """Without a viewport tag a phone lays a page out 980 px wide and shrinks it."""
+    content = client.get(path).content.decode()
+    assert '<meta name="viewport" content="width=device-width, initial-scale=1">' in content
+
+
 def test_every_registered_model_has_a_sample_and_each_admin_page_renders(operator):
     samples = admin_samples()
     assert [model._meta.label for model in admin.site._registry if model not in samples] == []
