@@ -18,7 +18,8 @@ of the time left to their deadline (one computation's statements share `QUERY_TI
 ONLY` and `SET LOCAL statement_timeout` on PostgreSQL; `PRAGMA query_only` and a progress handler that interrupts the
 statement on SQLite. The transaction (or the savepoint, when the caller is in one) is rolled back afterwards, so the
 settings never outlive the query. `ClickHouse` sends each statement, rendered read-only and bounded (its `SETTINGS`:
-the time left, memory, the result's rows and bytes), to the executor it is given.
+the time left, memory, the result's rows and bytes), to the executor it is given, and computes funnels and retention
+in the database (`sequences`).
 """
 
 import datetime as dt
@@ -66,6 +67,10 @@ class Dialect:
     seconds: Callable[[object], float] | None = None
     # Whether the engine computes `percentile_cont` (trends interpolate medians and percentiles in Python without it).
     percentiles = True
+    # How funnels and retention follow each person's events (the key of their modules' `PLANS`): "walk", the rows
+    # sorted by person streamed to a walk in Python; "arrays", computed in the database over each person's events as
+    # arrays (pipelines.query.arrays), only the figures coming back.
+    sequences = "walk"
 
     def render(self, tree: exp.Expression) -> str:
         return tree.sql(dialect=self.name, identify=True)
@@ -518,9 +523,12 @@ class ClickHouse(Dialect):
     `max_memory_bytes` (`max_memory_usage`, CLICKHOUSE_MAX_MEMORY_BYTES) and a result of at most MAX_RESULT_ROWS
     rows and `max_bytes` (QUERY_MAX_RESULT_BYTES unless the statement asks for less), ClickHouse throwing past any
     of them; and `join_use_nulls = 1`, so that an event whose distinct id names no person counts as that id, as on
-    PostgreSQL. A refusal is the query's 400 naming the reason (`refusal()`)."""
+    PostgreSQL. A refusal is the query's 400 naming the reason (`refusal()`).
+
+    Funnels and retention are computed on the server (`sequences = "arrays"`): their rows never come to Python."""
 
     name = "clickhouse"
+    sequences = "arrays"
 
     def __init__(
         self,

@@ -1,13 +1,16 @@
-"""The query layer's ClickHouse engine (DECISIONS.md §20), in chDB: every statement carries its bounds (read-only, the
+"""The query layer's ClickHouse engine (DECISIONS.md §20), in chDB: funnels and retention computed inside ClickHouse
+give the walk's results and send back a bounded number of rows; every statement carries its bounds (read-only, the
 time left of the computation's deadline, memory, the result's rows and bytes); a refusal is the query's 400 naming
 the reason and a ClickHouse out of reach the API's 503, never a 500; a HogQL text that is refused never reaches
 ClickHouse."""
 
 import datetime as dt
+import json
 import random
 import re
 import time
 import uuid
+from collections import Counter
 from types import SimpleNamespace
 
 import pyarrow as pa
@@ -15,7 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 import sqlglot
 
-from pipelines.query import clickhouse
+from pipelines.query import arrays, clickhouse, funnels, retention
 from pipelines.query.dialects import MAX_RESULT_ROWS, ClickHouse
 from pipelines.query.errors import ClickHouseError, EventsUnavailable, QueryError, QueryTimeout
 from pipelines.query.limits import Deadline
@@ -63,7 +66,22 @@ def retention_query(**fields) -> dict:
     }
 
 
-# Events ------------------------------------------------------------------------------------------------------------
+# The plans give the walk's results ----------------------------------------------------------------------------------
+
+
+def random_steps(seed: int, *, people: int, steps: int) -> list[tuple[str, int, int, int]]:
+    """(person, seconds after START, steps mask, arrival) of random people: a few events each, many at the same
+    instant as another of theirs, some matching no step, some several steps."""
+    rng = random.Random(seed)
+    rows, arrival = [], 0
+    for person in range(people):
+        base = rng.randrange(0, 10 * 86400)
+        for _ in range(rng.randint(1, 14)):
+            offset = rng.choice([0, 0, 1800, 3600, rng.randrange(0, 4 * 86400)])
+            mask = rng.choice([0, *[1 << step for step in range(steps)] * 2, rng.randrange(1 << steps)])
+            arrival += 1
+            rows.append((f"p{person}", base + offset, mask, arrival))
+    return rows
 
 
 def parquet_select(path, columns: dict[str, tuple[pa.DataType, list]]) -> sqlglot.exp.Select:
@@ -72,6 +90,91 @@ def parquet_select(path, columns: dict[str, tuple[pa.DataType, list]]) -> sqlglo
     table = table.cast(pa.schema([(name, kind) for name, (kind, _) in columns.items()]))
     pq.write_table(table, path)
     return sqlglot.parse_one(f"SELECT {', '.join(columns)} FROM file('{path}', Parquet)", read="clickhouse")
+
+
+def rounded(figures: list[tuple]) -> list[tuple]:
+    return [(count, *(None if value is None else round(value, 3) for value in times)) for count, *times in figures]
+
+
+def funnel_in_arrays_and_walked(path, *, order: str, steps: int, window: tuple, start: dt.datetime = START):
+    """Random people whose events tie in time, repeat steps and match several: the figures of `arrays.funnel`'s
+    statement over them, and those of the walk over the same rows sorted by person, time and arrival; the SQL."""
+    rows = random_steps(steps * 10 + len(window[1]), people=300, steps=steps)
+    if order != "strict":  # only the events of some step take part, as the funnel reads them
+        rows = [row for row in rows if row[2]]
+    select = parquet_select(
+        path,
+        {
+            "person": (pa.string(), [row[0] for row in rows]),
+            "at": (pa.timestamp("us", tz="UTC"), [START + dt.timedelta(seconds=row[1]) for row in rows]),
+            "steps": (pa.int64(), [row[2] for row in rows]),
+            "arrival": (pa.int64(), [row[3] for row in rows]),
+        },
+    )
+    tree = arrays.funnel(
+        select, order=order, steps=steps, start=start, end=END, window=window, seconds_per_unit=funnels.WINDOW_SECONDS
+    )
+    [row] = ClickHouse(execute, deadline=Deadline.start()).execute(tree)
+    walked = sorted(rows, key=lambda row: (row[0], row[1], row[3]))  # by person, time and arrival
+    counts, times = funnels.tally(
+        ((person, START.timestamp() + at, mask) for person, at, mask, _ in walked),
+        funnels.WALKS[order],
+        steps,
+        funnels.window(*window),
+    )
+    return funnels.read_figures(row, steps), funnels.summarised(counts, times), tree.sql(dialect="clickhouse")
+
+
+@pytest.mark.parametrize("order", ORDERS)
+@pytest.mark.parametrize(("steps", "window"), [(2, (1, "day")), (3, (2, "hour")), (3, (1, "month")), (4, (3, "day"))])
+def test_a_funnel_computed_inside_clickhouse_gives_the_walks_figures(tmp_path, order, steps, window):
+    in_arrays, walked, _ = funnel_in_arrays_and_walked(
+        tmp_path / "rows.parquet", order=order, steps=steps, window=window
+    )
+
+    assert rounded(in_arrays) == rounded(walked)
+    assert 0 < walked[-1][0] < walked[0][0]  # people who convert and people who do not
+
+
+@pytest.mark.parametrize("order", ORDERS)
+def test_times_too_far_from_the_ranges_start_for_64_bits_are_packed_in_128(tmp_path, order):
+    """13 steps over a range from 1970: the times since its start and the masks do not fit in 63 bits together."""
+    start = dt.datetime(1970, 1, 2, tzinfo=dt.UTC)
+    in_arrays, walked, sql = funnel_in_arrays_and_walked(
+        tmp_path / "rows.parquet", order=order, steps=13, window=(5, "day"), start=start
+    )
+
+    assert "toInt128(" in sql
+    assert rounded(in_arrays) == rounded(walked)
+    assert walked[1][0] > 0
+
+
+@pytest.mark.parametrize("first_time", [False, True])
+def test_a_retention_computed_inside_clickhouse_gives_the_walks_cells(tmp_path, first_time):
+    rng = random.Random(3)
+    rows = [
+        (f"p{person}", period, rng.choice([1, 2, 3]))
+        for person in range(300)
+        for period in sorted(rng.sample(range(-1, 10), rng.randint(1, 6)))
+    ]
+    select = parquet_select(
+        tmp_path / "rows.parquet",
+        {
+            "person": (pa.string(), [row[0] for row in rows]),
+            "period": (pa.int64(), [row[1] for row in rows]),
+            "kinds": (pa.int64(), [row[2] for row in rows]),
+        },
+    )
+    tree = arrays.retention(select, first_time=first_time, target=retention.TARGET, returning=retention.RETURNING)
+
+    cells = ClickHouse(execute, deadline=Deadline.start()).execute(tree)
+
+    assert Counter({(cohort, later): people for cohort, later, people in cells}) == retention.tally(
+        sorted(rows), first_time=first_time
+    )
+
+
+# Bounded rows -------------------------------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -104,6 +207,44 @@ def many_events(tmp_path_factory):
         "events_table": f"file('{folder / 'events.parquet'}', Parquet)",
         "persons_table": f"file('{folder / 'persons.parquet'}', Parquet)",
     }
+
+
+def counted():
+    """An executor that runs each statement in chDB and remembers how many rows each gave back."""
+    returned = []
+
+    def run(sql: str) -> list[tuple]:
+        rows = execute(sql)
+        returned.append(len(rows))
+        return rows
+
+    run.returned = returned
+    return run
+
+
+@pytest.mark.parametrize("order", ORDERS)
+def test_a_funnel_over_many_events_gets_one_row_back_from_clickhouse(many_events, order):
+    run = counted()
+
+    result = clickhouse.run_query(
+        project=PROJECT, query=funnel("a", "b", "c", order=order), now=END, execute=run, **many_events
+    )
+
+    assert run.returned == [1]  # not the 30,000 events the walk would read
+    assert result["results"][0]["count"] > 1_900 and result["results"][2]["count"] > 0
+
+
+@pytest.mark.parametrize("kind", ["retention_recurring", "retention_first_time"])
+def test_a_retention_over_many_events_gets_a_row_per_cell_back_from_clickhouse(many_events, kind):
+    run = counted()
+    query = retention_query()
+    query["retentionFilter"]["retentionType"] = kind
+
+    result = clickhouse.run_query(project=PROJECT, query=query, now=END, execute=run, **many_events)
+
+    [rows] = run.returned
+    assert rows <= 14 * 15 // 2  # at most one per cohort and period
+    assert result["results"][0]["values"][0]["count"] > 0
 
 
 # Bounds -------------------------------------------------------------------------------------------------------------
@@ -277,3 +418,13 @@ def test_a_refused_hogql_text_never_reaches_clickhouse(text):
         clickhouse.run_query(project=PROJECT, query=hogql(text), now=END, execute=run)
 
     assert run.sent == []
+
+
+def test_statements_are_valid_json_values_whatever_their_figures(many_events):
+    """A funnel's steps without people have no times: ClickHouse's NaN averages never reach the result."""
+    result = clickhouse.run_query(
+        project=PROJECT, query=funnel("a", "nothing", "c"), now=END, execute=execute, **many_events
+    )
+
+    assert [step["count"] for step in result["results"]][1:] == [0, 0]
+    assert json.loads(json.dumps(result, allow_nan=False)) == result
