@@ -27,6 +27,7 @@ filter) and the values (the range's start, the window).
 """
 
 import datetime as dt
+import functools
 
 import sqlglot
 from sqlglot import exp
@@ -58,7 +59,8 @@ def funnel(
     moment = "toUnixTimestamp64Micro(at) - :start"
     pack = f"bitShiftLeft({'toInt128(' + moment + ')' if wide else moment}, :bits) + steps"
     if order == "strict":
-        packed = f"arraySort((p, a) -> (bitShiftRight(p, :bits), a), groupArray({pack}), groupArray(arrival))"
+        key = f"bitShiftLeft(toUInt128({moment}), 64) + toUInt64(arrival)"
+        packed = f"arraySort((p, k) -> k, groupArray({pack}), groupArray({key}))"
     else:
         packed = f"arraySort(groupArray({pack}))"
     time, mask = "bitShiftRight(p, :bits)", "bitAnd(p, :mask)"
@@ -225,7 +227,15 @@ def retention(rows: exp.Select, *, first_time: bool, target: int, returning: int
 
 
 def _parse(text: str, **nodes: exp.Expression) -> exp.Select:
-    return exp.replace_placeholders(sqlglot.parse_one(text, read="clickhouse"), **nodes)
+    """The statement `text` (ClickHouse's SQL) with its placeholders replaced: a new tree each time."""
+    return exp.replace_placeholders(_parsed(text), **nodes)
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed(text: str) -> exp.Select:
+    """A statement's text parsed once per process: a funnel's is the same for every query of its order, steps and
+    window unit (its values are placeholders), and parsing it costs more than ClickHouse's work on small ranges."""
+    return sqlglot.parse_one(text, read="clickhouse")
 
 
 def _subquery(rows: exp.Select) -> exp.Subquery:

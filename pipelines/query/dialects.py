@@ -552,7 +552,7 @@ class ClickHouse(Dialect):
     def render(self, tree: exp.Expression, *, max_bytes: int | None = None) -> str:
         """The statement in ClickHouse's SQL with its bounds: what is left of the deadline (QueryTimeout when nothing
         is), so render it only to run it."""
-        rendered = tree.copy().transform(self._rewrite)
+        rendered = tree.transform(self._rewrite)  # a copy
         rendered.set(
             "settings",
             [
