@@ -297,6 +297,9 @@ PROJECT_QUERY_CONCURRENCY = env_int("PROJECT_QUERY_CONCURRENCY", 6)
 API_QUERY_BUDGET_MS = env_int("API_QUERY_BUDGET_MS", 60_000)
 # The largest answer a query computes: a HogQL result past this many bytes is refused, not held.
 QUERY_MAX_RESULT_BYTES = env_int("QUERY_MAX_RESULT_BYTES", 20_000_000)
+# The memory one statement of the query layer may use on ClickHouse (its `max_memory_usage`); past it the API answers
+# 400 `memory_limit` naming this setting.
+CLICKHOUSE_MAX_MEMORY_BYTES = env_int("CLICKHOUSE_MAX_MEMORY_BYTES", 4_000_000_000)
 # A shared page's tile is computed at most once per this many seconds per effective query, however many people look
 # (dashboards/results.py); meanwhile they all see the same result.
 SHARED_PAGE_REFRESH_SECONDS = env_int("SHARED_PAGE_REFRESH_SECONDS", 300)

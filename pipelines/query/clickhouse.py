@@ -8,8 +8,11 @@ computation starts with) instead of the connection's dialect, so each kind build
 `toStartOf*`, `toDateTime64`), and each statement, rendered read-only and bounded for ClickHouse, goes to `execute` (a
 cluster's client, or chDB in the tests); the rows are shaped exactly as the kind does for the API.
 
-Funnels and retention run the same statement as on PostgreSQL (their events with each one's person, sorted by person
-and time) and the same walk over its rows, in Python.
+Funnels and retention are computed inside ClickHouse (the dialect's `sequences` is "arrays": pipelines.query.arrays),
+over each person's events as arrays, with the walk's results: one row comes back for a funnel, one per cohort and
+period for a retention, however many events they read. Every statement is bounded there (`ClickHouse.bounds`):
+read-only, what is left of the computation's deadline, CLICKHOUSE_MAX_MEMORY_BYTES, and caps on the result's rows
+and bytes; a refusal is the query's 400 naming the reason, a ClickHouse that cannot be reached the API's 503.
 """
 
 import datetime as dt
@@ -33,11 +36,11 @@ def run(
     persons_table: str = "person_distinct_ids",
 ) -> dict:
     """The result of a parsed query over `project`'s events in ClickHouse, as the API computes it from its own
-    database: `execute(sql)` runs each statement and returns its rows as tuples (for a funnel's or retention's
-    statement, rows sorted by person that the same walk reads; a client may return them as an iterator of blocks'
-    rows, so that they are not held whole). Events are read from `events_table` and the distinct ids' persons from
-    `persons_table` (each a table name, or a table expression such as `file('x.parquet', Parquet)`); only the kinds
-    shown to render for ClickHouse (`Kind.clickhouse`) run."""
+    database: `execute(sql)` runs each statement and returns its rows as tuples (a client may return them as an
+    iterator of blocks' rows, so that they are not held whole), raising pipelines.query.errors.ClickHouseError for a
+    statement ClickHouse refused and EventsUnavailable when it cannot be reached. Events are read from
+    `events_table` and the distinct ids' persons from `persons_table` (each a table name, or a table expression such
+    as `file('x.parquet', Parquet)`); only the kinds shown to render for ClickHouse (`Kind.clickhouse`) run."""
     kind = parsed.node.kind
     if not KINDS[kind].clickhouse:
         raise QueryError(f"{kind} is not rendered for ClickHouse.", attr=parsed.attr("kind"))

@@ -17,8 +17,9 @@ passes `ClickHouse(execute, deadline=...)`. Nothing else decides which engine a 
 of the time left to their deadline (one computation's statements share `QUERY_TIMEOUT_MS`): `SET TRANSACTION READ
 ONLY` and `SET LOCAL statement_timeout` on PostgreSQL; `PRAGMA query_only` and a progress handler that interrupts the
 statement on SQLite. The transaction (or the savepoint, when the caller is in one) is rolled back afterwards, so the
-settings never outlive the query. `ClickHouse` sends each statement, rendered read-only and bounded (its `SETTINGS`),
-to the executor it is given.
+settings never outlive the query. `ClickHouse` sends each statement, rendered read-only and bounded (its `SETTINGS`:
+the time left, memory, the result's rows and bytes), to the executor it is given, and computes funnels and retention
+in the database (`sequences`).
 """
 
 import datetime as dt
@@ -29,12 +30,13 @@ from itertools import chain
 from typing import TypeVar
 
 import sqlglot
+from django.conf import settings
 from django.db import DatabaseError, DataError, OperationalError, ProgrammingError, connection, transaction
 from sqlglot import exp
 
 from pipelines.events.models import Event, PersonDistinctId
-from pipelines.query.errors import QueryError
-from pipelines.query.limits import Deadline
+from pipelines.query.errors import ClickHouseError, QueryError
+from pipelines.query.limits import MAX_CELLS, Deadline
 from pipelines.query.sql import EVENTS, PERSON_IDS, column, number, string
 
 T = TypeVar("T")
@@ -43,6 +45,14 @@ STREAM_CHUNK = 10_000  # rows fetched at a time by stream(): what a walk over so
 QUERY_CANCELED = "57014"  # PostgreSQL's SQLSTATE for a statement stopped by statement_timeout
 NUMBER = r"^\s*-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?\s*$"
 CH_NUMBERS = ("Int64", "UInt64", "Double")  # ClickHouse's JSONType of a JSON number
+# ClickHouse's error codes for a statement stopped at max_execution_time (TIMEOUT_EXCEEDED; QUERY_WAS_CANCELLED, as a
+# statement stopped on its way is reported), one over max_memory_usage, and one over max_result_rows / max_result_bytes.
+CH_TIMEOUTS = frozenset({159, 394})
+CH_MEMORY_LIMIT = 241
+CH_TOO_MANY_ROWS_OR_BYTES = 396
+# The most rows any statement of a kind returns: a trend's series at most MAX_CELLS (pipelines.query.limits), HogQL
+# its LIMIT (at most 10,000) and one more, a funnel one row, a retention one per cohort and period.
+MAX_RESULT_ROWS = MAX_CELLS
 SQLITE_LOWER = "unicode_lower"  # the function lower() registers on SQLite connections
 SQLITE_PROGRESS_STEPS = 10_000  # virtual-machine instructions between two looks at the clock
 # LIKE's wildcards as GLOB's, and GLOB's own wildcards made literal.
@@ -57,6 +67,10 @@ class Dialect:
     seconds: Callable[[object], float] | None = None
     # Whether the engine computes `percentile_cont` (trends interpolate medians and percentiles in Python without it).
     percentiles = True
+    # How funnels and retention follow each person's events (the key of their modules' `PLANS`): "walk", the rows
+    # sorted by person streamed to a walk in Python; "arrays", computed in the database over each person's events as
+    # arrays (pipelines.query.arrays), only the figures coming back.
+    sequences = "walk"
 
     def render(self, tree: exp.Expression) -> str:
         return tree.sql(dialect=self.name, identify=True)
@@ -493,7 +507,9 @@ def _chunks(cursor, deadline: Deadline) -> Iterator[tuple]:
 
 class ClickHouse(Dialect):
     """Events kept at scale in ClickHouse (docs/clickhouse.md): each statement rendered in ClickHouse's SQL and sent to
-    `execute(sql)` (a cluster's client, or chDB in the tests), which returns its rows (any iterable of tuples).
+    `execute(sql)` (a cluster's client, or chDB in the tests), which returns its rows (any iterable of tuples), raises
+    pipelines.query.errors.ClickHouseError for a statement ClickHouse refused and EventsUnavailable when ClickHouse
+    cannot be reached.
 
     Two things sqlglot does not transpile are rewritten on the way out:
     - the Django tables of events and of the distinct ids' persons become the ClickHouse tables (`events_table` and
@@ -502,11 +518,17 @@ class ClickHouse(Dialect):
     - PostgreSQL's `percentile_cont(p) WITHIN GROUP (ORDER BY x)` becomes `quantileExactInclusive(p)(x)`, which
       interpolates between the two nearest ranks as percentile_cont does.
 
-    Every statement carries `SETTINGS readonly = 2, max_execution_time = …` (its `deadline`'s whole timeout):
-    read-only and bounded on the server, as PostgreSQL's `SET TRANSACTION READ ONLY` and `statement_timeout` are; and
-    `join_use_nulls = 1`, so that an event whose distinct id names no person counts as that id, as on PostgreSQL."""
+    Every statement is bounded on the server by its `SETTINGS` (`bounds()`): read-only (`readonly = 2`), within what
+    is left of the computation's `deadline` (`max_execution_time`; none starts once it has passed), within
+    `max_memory_bytes` (`max_memory_usage`, CLICKHOUSE_MAX_MEMORY_BYTES) and a result of at most MAX_RESULT_ROWS
+    rows and `max_bytes` (QUERY_MAX_RESULT_BYTES unless the statement asks for less), ClickHouse throwing past any
+    of them; and `join_use_nulls = 1`, so that an event whose distinct id names no person counts as that id, as on
+    PostgreSQL. A refusal is the query's 400 naming the reason (`refusal()`).
+
+    Funnels and retention are computed on the server (`sequences = "arrays"`): their rows never come to Python."""
 
     name = "clickhouse"
+    sequences = "arrays"
 
     def __init__(
         self,
@@ -515,28 +537,45 @@ class ClickHouse(Dialect):
         deadline: Deadline,
         events_table: str = "events",
         persons_table: str = "person_distinct_ids",
+        max_memory_bytes: int | None = None,
     ):
         self.executor = execute
         self.deadline = deadline
+        self.max_memory_bytes = int(
+            settings.CLICKHOUSE_MAX_MEMORY_BYTES if max_memory_bytes is None else max_memory_bytes
+        )
         self.sources = {
             Event._meta.db_table: (_clickhouse_table(events_table), EVENTS),
             PersonDistinctId._meta.db_table: (_clickhouse_table(persons_table), PERSON_IDS),
         }
 
-    def render(self, tree: exp.Expression) -> str:
-        rendered = tree.copy().transform(self._rewrite)
-        seconds = max(self.deadline.timeout_ms, 1) / 1000
+    def render(self, tree: exp.Expression, *, max_bytes: int | None = None) -> str:
+        """The statement in ClickHouse's SQL with its bounds: what is left of the deadline (QueryTimeout when nothing
+        is), so render it only to run it."""
+        rendered = tree.transform(self._rewrite)  # a copy
         rendered.set(
             "settings",
             [
-                exp.EQ(this=exp.var("readonly"), expression=exp.Literal.number(2)),
-                exp.EQ(this=exp.var("max_execution_time"), expression=exp.Literal.number(seconds)),
-                # A LEFT JOIN's missing row is NULLs, as in SQL (ClickHouse's default is each type's zero value): an
-                # event whose distinct id names no person counts as that id.
-                exp.EQ(this=exp.var("join_use_nulls"), expression=exp.Literal.number(1)),
+                exp.EQ(this=exp.var(name), expression=_setting(value))
+                for name, value in self.bounds(max_bytes=max_bytes).items()
             ],
         )
         return rendered.sql(dialect=self.name, identify=True)
+
+    def bounds(self, *, max_bytes: int | None = None) -> dict[str, int | float | str]:
+        """The settings each statement runs with (see the class's docstring)."""
+        result_bytes = int(settings.QUERY_MAX_RESULT_BYTES)
+        return {
+            "readonly": 2,
+            "max_execution_time": self.deadline.remaining_ms() / 1000,
+            "max_memory_usage": self.max_memory_bytes,
+            "max_result_rows": MAX_RESULT_ROWS,
+            "max_result_bytes": min(max_bytes, result_bytes) if max_bytes is not None else result_bytes,
+            "result_overflow_mode": "throw",
+            # A LEFT JOIN's missing row is NULLs, as in SQL (ClickHouse's default is each type's zero value): an event
+            # whose distinct id names no person counts as that id.
+            "join_use_nulls": 1,
+        }
 
     def _rewrite(self, node: exp.Expression) -> exp.Expression:
         if isinstance(node, exp.Table) and node.name in self.sources and not node.args.get("db"):
@@ -552,10 +591,38 @@ class ClickHouse(Dialect):
         return node
 
     def execute(self, tree: exp.Expression, *, max_bytes: int | None = None) -> list[tuple]:
-        return self.executor(self.render(tree))
+        return self._run(tree, list, max_bytes=max_bytes)
 
     def stream(self, tree: exp.Expression, consume: Callable[[Iterator[tuple]], T]) -> T:
-        return consume(iter(self.executor(self.render(tree))))
+        return self._run(tree, lambda rows: consume(_timed(iter(rows), self.deadline)))
+
+    def _run(self, tree: exp.Expression, read: Callable, *, max_bytes: int | None = None):
+        sql = self.render(tree, max_bytes=max_bytes)
+        try:
+            return read(self.executor(sql))
+        except ClickHouseError as error:
+            raise self.refusal(error) from error
+
+    def refusal(self, error: ClickHouseError) -> QueryError:
+        """The 400 for a statement ClickHouse refused, naming the reason: past the deadline, over the memory or the
+        result bounds, or the first line of ClickHouse's own message."""
+        if error.code in CH_TIMEOUTS:
+            return self.deadline.timed_out()
+        if error.code == CH_MEMORY_LIMIT:
+            return QueryError(
+                f"The query needs more memory than the {self.max_memory_bytes:,} bytes a query may use on ClickHouse "
+                "(CLICKHOUSE_MAX_MEMORY_BYTES): narrow the date range or the filters.",
+                code="memory_limit",
+            )
+        if error.code == CH_TOO_MANY_ROWS_OR_BYTES:
+            return QueryError(
+                f"The result is larger than {MAX_RESULT_ROWS:,} rows or the bytes a result may hold: select fewer "
+                "columns or rows (LIMIT).",
+                code="result_too_large",
+            )
+        lines = str(error.message).strip().splitlines()
+        message = re.sub(r"\s+", " ", lines[0] if lines else "")[:300]
+        return QueryError(f"ClickHouse could not run the query: {message}")
 
     def timestamp(self, value: dt.datetime) -> exp.Expression:
         utc = value.astimezone(dt.UTC)
@@ -612,6 +679,10 @@ class ClickHouse(Dialect):
 
     def lower(self, value: exp.Expression) -> exp.Expression:
         return exp.Anonymous(this="lowerUTF8", expressions=[value])
+
+
+def _setting(value: int | float | str) -> exp.Expression:
+    return exp.Literal.string(value) if isinstance(value, str) else exp.Literal.number(value)
 
 
 def _clickhouse_json(function: str, keys: Sequence[str]) -> exp.Expression:

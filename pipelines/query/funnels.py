@@ -16,9 +16,12 @@ February). The order types:
   reference names them, since it counts whichever step was done there.
 
 One pass per person. One SQL statement reads the events that may take part (those of any step; for `strict`, all of
-the person's events), each with its person and a bitmask of the steps it matches, sorted by person and time; the rows
-are streamed (`Dialect.stream`) and each person's are walked once, here, keeping only what the walk needs (a chain
-per step; for `unordered`, the events of one window). There is no join per step and no attempt per first-step event.
+the person's events), each with its person and a bitmask of the steps it matches. The dialect says where each
+person's events are walked (`Dialect.sequences`, the plans of `PLANS`): `walk` (PostgreSQL, SQLite) sorts them by
+person and time and streams the rows (`Dialect.stream`) to the walk below, which reads each person's once, keeping
+only what it needs (a chain per step; for `unordered`, the events of one window), with no join per step and no
+attempt per first-step event; `arrays` (ClickHouse) computes the same chains in the database over each person's
+events as arrays (pipelines.query.arrays), so that one row comes back rather than the events.
 
 The walk is the reference's (its funnel UDF): a first-step event starts a chain; an event of step k extends the chain
 that reached step k - 1 if it is within that chain's window, so a later start replaces an earlier one (it has more
@@ -38,10 +41,10 @@ from zoneinfo import ZoneInfo
 from sqlglot import exp
 
 from pipelines.events.models import Event
-from pipelines.query import dates
+from pipelines.query import arrays, dates
 from pipelines.query.dialects import Dialect
 from pipelines.query.errors import QueryError
-from pipelines.query.nodes import FunnelsQuery, ParsedQuery
+from pipelines.query.nodes import FunnelsFilter, FunnelsQuery, ParsedQuery
 from pipelines.query.properties import property_condition
 from pipelines.query.sql import column, number, project_events, string, with_persons
 
@@ -67,16 +70,12 @@ def run(parsed: ParsedQuery, *, project, now: dt.datetime, dialect: Dialect) -> 
         ),
         attr=lambda key: parsed.attr("dateRange", key),
     )
-    tree = rows_tree(parsed, project_id=project.pk, dialect=dialect, start=resolved.start, end=resolved.end)
-    filters = query.funnelsFilter
-    walk = WALKS[filters.funnelOrderType]
-    deadline = window(filters.funnelWindowInterval, filters.funnelWindowIntervalUnit)
-    steps = len(query.series)
-    counts, times = dialect.stream(tree, lambda rows: tally(rows, walk, steps, deadline, dialect.seconds))
+    plan = PLANS[dialect.sequences]
+    figures = plan(parsed, project_id=project.pk, dialect=dialect, start=resolved.start, end=resolved.end)
     results = []
-    for order, series in enumerate(query.series):
+    for order, (series, (count, average, median)) in enumerate(zip(query.series, figures, strict=True)):
         name = series.event if series.event is not None else "All events"
-        if filters.funnelOrderType == "unordered":  # a position counts whichever step was done there, as the reference
+        if query.funnelsFilter.funnelOrderType == "unordered":  # a position counts whichever step was done there
             name = f"Completed {order + 1} step{'s' if order else ''}"
         results.append(
             {
@@ -85,9 +84,9 @@ def run(parsed: ParsedQuery, *, project, now: dt.datetime, dialect: Dialect) -> 
                 "custom_name": series.custom_name,
                 "order": order,
                 "type": "events",
-                "count": counts[order],
-                "average_conversion_time": _seconds(_mean(times[order])) if order else None,
-                "median_conversion_time": _seconds(_median(sorted(times[order]))) if order else None,
+                "count": count,
+                "average_conversion_time": _seconds(average) if order else None,
+                "median_conversion_time": _seconds(median) if order else None,
             }
         )
     return {
@@ -99,11 +98,77 @@ def run(parsed: ParsedQuery, *, project, now: dt.datetime, dialect: Dialect) -> 
     }
 
 
-def rows_tree(parsed: ParsedQuery, *, project_id: int, dialect: Dialect, start: dt.datetime, end: dt.datetime):
-    """The one statement: (person, timestamp, steps bitmask) of the events a funnel walks, by person, time, arrival.
+# A step's figures: its people, and their average and median seconds from the step before (None without people).
+Figures = tuple[int, float | None, float | None]
 
-    For `ordered` and `unordered` the events of any step; for `strict` every event (a step must be the very next one,
-    so the events between steps matter, with a mask of 0)."""
+
+def walked(parsed: ParsedQuery, *, project_id: int, dialect: Dialect, start: dt.datetime, end: dt.datetime):
+    """Each step's figures, from the rows of `rows_tree` streamed to the walk of the funnel's order."""
+    filters: FunnelsFilter = parsed.node.funnelsFilter
+    tree = rows_tree(parsed, project_id=project_id, dialect=dialect, start=start, end=end)
+    walk = WALKS[filters.funnelOrderType]
+    deadline = window(filters.funnelWindowInterval, filters.funnelWindowIntervalUnit)
+    steps = len(parsed.node.series)
+    counts, times = dialect.stream(tree, lambda rows: tally(rows, walk, steps, deadline, dialect.seconds))
+    return summarised(counts, times)
+
+
+def in_arrays(parsed: ParsedQuery, *, project_id: int, dialect: Dialect, start: dt.datetime, end: dt.datetime):
+    """Each step's figures, computed by the database over each person's events as arrays: one row comes back."""
+    filters: FunnelsFilter = parsed.node.funnelsFilter
+    steps = len(parsed.node.series)
+    read, person, mask = _events(parsed, project_id=project_id, dialect=dialect, start=start, end=end)
+    rows = read.select(
+        person.as_("person"), column("timestamp").as_("at"), mask.as_("steps"), column("id").as_("arrival")
+    )
+    tree = arrays.funnel(
+        with_persons(rows, project_id),
+        order=filters.funnelOrderType,
+        steps=steps,
+        start=start,
+        end=end,
+        window=(filters.funnelWindowInterval, filters.funnelWindowIntervalUnit),
+        seconds_per_unit=WINDOW_SECONDS,
+    )
+    [row] = dialect.execute(tree) or [(0,) * (3 * steps - 2)]  # no row: nothing was run (NoRows)
+    return read_figures(row, steps)
+
+
+PLANS = {"walk": walked, "arrays": in_arrays}
+
+
+def summarised(counts: list[int], times: list[list[float]]) -> list[Figures]:
+    """Each step's figures from a walk's tally: its people, and the average and median of their seconds."""
+    return [(count, _mean(spent), _median(sorted(spent))) for count, spent in zip(counts, times, strict=True)]
+
+
+def read_figures(row: tuple, steps: int) -> list[Figures]:
+    """Each step's figures from the row of `arrays.funnel` (counts, then each later step's average and median in
+    microseconds)."""
+    counts, spans = row[:steps], row[steps:]
+    figures: list[Figures] = [(int(counts[0]), None, None)]
+    for step in range(1, steps):
+        count = int(counts[step])
+        average, median = spans[2 * step - 2 : 2 * step]
+        figures.append((count, float(average) / 1e6, float(median) / 1e6) if count else (count, None, None))
+    return figures
+
+
+def rows_tree(parsed: ParsedQuery, *, project_id: int, dialect: Dialect, start: dt.datetime, end: dt.datetime):
+    """The walk's statement: (person, timestamp, steps bitmask) of the events a funnel walks, by person, time,
+    arrival."""
+    read, person, mask = _events(parsed, project_id=project_id, dialect=dialect, start=start, end=end)
+    ts = column("timestamp")
+    select = read.select(person.as_("person"), dialect.epoch(ts).as_("ts"), mask.as_("steps")).order_by(
+        person.copy(), ts.copy(), column("id")
+    )
+    return with_persons(select, project_id)
+
+
+def _events(parsed: ParsedQuery, *, project_id: int, dialect: Dialect, start: dt.datetime, end: dt.datetime):
+    """The events a funnel reads, as a select without columns (its table and WHERE), with the person of each and the
+    bitmask of the steps it matches. For `ordered` and `unordered` the events of any step; for `strict` every event
+    (a step must be the very next one, so the events between steps matter, with a mask of 0)."""
     query: FunnelsQuery = parsed.node
     table, project_filter = project_events(project_id)
     ts = column("timestamp")
@@ -131,14 +196,7 @@ def rows_tree(parsed: ParsedQuery, *, project_id: int, dialect: Dialect, start: 
     for index, step in enumerate(steps):
         flag = exp.Case(ifs=[exp.If(this=step, true=number(1 << index))], default=number(0))
         mask = flag if index == 0 else exp.Add(this=mask, expression=flag)
-    key = dialect.person()
-    select = (
-        exp.select(key.as_("person"), dialect.epoch(ts.copy()).as_("ts"), mask.as_("steps"))
-        .from_(table)
-        .where(exp.and_(*conditions))
-        .order_by(key.copy(), ts.copy(), column("id"))
-    )
-    return with_persons(select, project_id)
+    return exp.select().from_(table).where(exp.and_(*conditions)), dialect.person(), mask
 
 
 def window(amount: int, unit: str) -> Callable[[float], float]:

@@ -14,8 +14,11 @@ returning event in that period: the first cohort has `totalIntervals` values, th
 
 One pass per person: one SQL statement reads the events of the target or the returning event in the periods (for
 `retention_first_time`, the target events before them too) and gives a row per person and period they did either in
-(which of the two they did; grouped by distinct id first, then by person), sorted by person and period; the rows are
-streamed (`Dialect.stream`) and each person's are walked once, here, into the cohorts.
+(which of the two they did; grouped by distinct id first, then by person). The dialect says where each person's rows
+are walked into the cohorts (`Dialect.sequences`, the plans of `PLANS`): `walk` (PostgreSQL, SQLite) sorts them by
+person and period and streams them (`Dialect.stream`) to the walk here, which reads each person's once; `arrays`
+(ClickHouse) does it in the database over each person's periods as arrays (pipelines.query.arrays), so that a row per
+cohort and period comes back rather than a row per person.
 """
 
 import datetime as dt
@@ -27,7 +30,7 @@ from zoneinfo import ZoneInfo
 
 from sqlglot import exp
 
-from pipelines.query import dates
+from pipelines.query import arrays, dates
 from pipelines.query.dialects import Dialect
 from pipelines.query.errors import QueryError
 from pipelines.query.nodes import ParsedQuery, RetentionEntity, RetentionQuery
@@ -49,7 +52,7 @@ def run(parsed: ParsedQuery, *, project, now: dt.datetime, dialect: Dialect) -> 
     ends = [*starts[1:], dates.step(unit, starts[-1])]
     first_time = retention.retentionType == "retention_first_time"
     tree = rows_tree(parsed, project_id=project.pk, dialect=dialect, starts=starts, end=ends[-1])
-    counts = dialect.stream(tree, lambda rows: tally(rows, first_time=first_time))
+    counts = PLANS[dialect.sequences](tree, dialect=dialect, first_time=first_time)
     name = retention.period
     results = [
         {
@@ -127,6 +130,22 @@ def rows_tree(parsed: ParsedQuery, *, project_id: int, dialect: Dialect, starts:
         .order_by(key.copy(), period_of.copy())
     )
     return with_persons(select, project_id, distinct_id)
+
+
+def walked(tree: exp.Select, *, dialect: Dialect, first_time: bool) -> Counter:
+    """{(cohort, period): people}, from the rows of `rows_tree` streamed to `tally`."""
+    return dialect.stream(tree, lambda rows: tally(rows, first_time=first_time))
+
+
+def in_arrays(tree: exp.Select, *, dialect: Dialect, first_time: bool) -> Counter:
+    """{(cohort, period): people}, computed by the database over each person's periods as arrays: a row per cell."""
+    rows = tree.copy()
+    rows.set("order", None)  # the arrays are grouped, not read in order
+    cells = arrays.retention(rows, first_time=first_time, target=TARGET, returning=RETURNING)
+    return Counter({(int(cohort), int(later)): int(people) for cohort, later, people in dialect.execute(cells)})
+
+
+PLANS = {"walk": walked, "arrays": in_arrays}
 
 
 def tally(rows: Iterable[tuple], *, first_time: bool) -> Counter:

@@ -6,21 +6,18 @@ The Parquet file holds every project's events, as a ClickHouse `events` table wo
 rendered tree is what keeps the other project's events out (they would change every number below)."""
 
 import datetime as dt
-import json
 import math
+import re
 
-import chdb
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 from django.db import connection
 
-from pipelines.events.models import Event, PersonDistinctId
 from pipelines.query import clickhouse
 from pipelines.query.dialects import dialect_for
 from pipelines.query.kinds import parse_query
 from pipelines.query.limits import Deadline
 from pipelines.query.runner import compute
+from tests.pipelines.chdb_events import ChdbEvents
 from tests.pipelines.factories import PersonFactory
 from tests.pipelines.query.conftest import add_event, hogql, trends
 
@@ -42,20 +39,6 @@ def funnel(*events: str, order: str = "ordered", **fields) -> dict:
         "dateRange": MARCH,
         **fields,
     }
-
-
-@pytest.fixture(scope="module")
-def chdb_rows():
-    """Runs ClickHouse SQL in chDB; the rows as tuples of JSON values (date-times as ClickHouse writes them, in their
-    column's zone; 64-bit integers as numbers, as a driver gives them). Started once for the module."""
-
-    def execute(sql: str) -> list[tuple]:
-        # The rendering ends with its SETTINGS clause; this one is about the output, so the client adds it.
-        answer = chdb.query(f"{sql}, output_format_json_quote_64bit_integers = 0", "JSONCompact")
-        return [tuple(row) for row in json.loads(answer.bytes())["data"]]
-
-    chdb.query("SELECT 1")
-    return execute
 
 
 @pytest.fixture
@@ -83,65 +66,18 @@ def events(project, other_project):
 
 
 @pytest.fixture
-def compare(project, events, chdb_rows, tmp_path):
+def compare(project, events, tmp_path):
     """compare(query) -> the result, after checking that ClickHouse's rendering in chDB gives the same."""
-    path = tmp_path / "events.parquet"
-    _write_parquet(path)
-    persons_path = tmp_path / "person_distinct_ids.parquet"
-    _write_persons_parquet(persons_path)
-    table = f"file('{path}', Parquet)"
-    persons = f"file('{persons_path}', Parquet)"
+    on_clickhouse = ChdbEvents(tmp_path)
 
     def check(query: dict) -> dict:
         parsed = parse_query(query)
         expected = compute(parsed, project=project, now=NOW, dialect=dialect_for(connection, deadline=Deadline.start()))
-        actual = clickhouse.run(
-            parsed, project=project, now=NOW, execute=chdb_rows, events_table=table, persons_table=persons
-        )
+        actual = on_clickhouse.compute(query, project=project, now=NOW, parsed=parsed)
         assert _rounded(actual) == _rounded(expected)
         return expected
 
     return check
-
-
-def _write_parquet(path) -> None:
-    rows = list(Event.objects.order_by("id").values())
-    utc = pa.timestamp("us", tz="UTC")
-    schema = pa.schema(
-        [
-            ("id", pa.int64()),
-            ("uuid", pa.string()),
-            ("project_id", pa.int64()),
-            ("event", pa.string()),
-            ("distinct_id", pa.string()),
-            ("properties", pa.string()),
-            ("timestamp", utc),
-            ("inserted_at", utc),
-        ]
-    )
-    columns = {
-        "id": [row["id"] for row in rows],
-        "uuid": [str(row["uuid"]) for row in rows],
-        "project_id": [row["project_id"] for row in rows],
-        "event": [row["event"] for row in rows],
-        "distinct_id": [row["distinct_id"] for row in rows],
-        "properties": [json.dumps(row["properties"]) for row in rows],
-        "timestamp": [row["timestamp"] for row in rows],
-        "inserted_at": [row["inserted_at"] for row in rows],
-    }
-    pq.write_table(pa.table(columns, schema=schema), path)
-
-
-def _write_persons_parquet(path) -> None:
-    """Every project's distinct ids and their persons' uuids as text, as a ClickHouse table would hold them."""
-    rows = list(PersonDistinctId.objects.order_by("id").values("project_id", "distinct_id", "person_id"))
-    columns = {
-        "project_id": [row["project_id"] for row in rows],
-        "distinct_id": [row["distinct_id"] for row in rows],
-        "person_id": [str(row["person_id"]) for row in rows],
-    }
-    schema = pa.schema([("project_id", pa.int64()), ("distinct_id", pa.string()), ("person_id", pa.string())])
-    pq.write_table(pa.table(columns, schema=schema), path)
 
 
 def _rounded(value):
@@ -168,7 +104,7 @@ def test_the_rendering_reads_the_clickhouse_events_table_under_the_projects_filt
     [sql] = statements
     assert f'FROM "events" AS "events" WHERE "events"."project_id" = {project.pk} AND' in sql
     assert 'JSONExtractString("events"."properties", \'$browser\')' in sql
-    assert sql.endswith("SETTINGS readonly = 2, max_execution_time = 10.0, join_use_nulls = 1")
+    assert re.search(r" SETTINGS readonly = 2, max_execution_time = [\d.]+, max_memory_usage = \d+, ", sql)
     assert "pipelines_event" not in sql
 
 

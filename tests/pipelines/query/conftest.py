@@ -1,11 +1,19 @@
-"""Helpers of the query tests: events at given times, and a client that posts queries and checks the status."""
+"""Helpers of the query tests: events at given times, and a client that posts queries and checks the status (on the
+service's database, or on ClickHouse as well with `on_both_engines`)."""
 
 import datetime as dt
+import json
 from types import SimpleNamespace
 
 import pytest
+from rest_framework.utils.encoders import JSONEncoder
 
+from pipelines.query import runner
+from pipelines.query.errors import QueryError
+from tests.pipelines.chdb_events import ChdbEvents
 from tests.pipelines.factories import EventFactory
+
+ENGINES = ("database", "clickhouse")
 
 # A Monday; the reference's weeks start on Sunday.
 NOW = dt.datetime(2024, 3, 18, 15, 30, tzinfo=dt.UTC)
@@ -68,3 +76,35 @@ def refused(run):
         return body["attr"], body["detail"], body["code"]
 
     return post
+
+
+def on_both_engines():
+    """A `run` fixture for a module whose tests hold on both engines (DECISIONS.md §20): each test runs twice, once
+    posting its queries to the API (the service's database), once computing them on ClickHouse (chDB, over the test
+    database's events at the time of the call: tests/pipelines/chdb_events.py) and answering as the API would, a
+    refusal as its error body. Use it as `run = on_both_engines()` in the module; `run.engine` says which one runs."""
+
+    @pytest.fixture(params=ENGINES)
+    def run(request, run, project, tmp_path):
+        if request.param == "database":
+            run.engine = "database"
+            return run
+        events = ChdbEvents(tmp_path)
+
+        def post(query, *, refresh="force_blocking", expect=200, client=None, project=project, prefix="projects"):
+            try:
+                # The API's clock: a test's frozen_now stops it.
+                result = events.compute(query, project=project, now=runner.timezone.now())
+            except QueryError as error:
+                status = error.status_code
+                body = {"type": error.error_type, "code": error.code, "detail": error.detail, "attr": error.attr}
+            else:
+                response = {**result, "is_cached": False, "timezone": project.time_zone}
+                status, body = 200, json.loads(json.dumps(response, cls=JSONEncoder))
+            assert status == expect, body
+            return body
+
+        post.engine = "clickhouse"
+        return post
+
+    return run

@@ -1,6 +1,8 @@
 """The query layer against a model: seeded random events, in several time zones, counted by the database and by a
 small pure-Python model written from the definitions (DECISIONS.md §15, §18; docs/decisions.md "Queries"), which
-must agree on every number. Run on SQLite and on PostgreSQL (DATABASE_URL), this checks both engines.
+must agree on every number. Each query is computed twice, by the service's database and by ClickHouse (chDB, over the
+same events: DECISIONS.md §20), and both must agree with the model. Run on SQLite and on PostgreSQL (DATABASE_URL),
+this checks every engine.
 
 The model brute-forces what the query layer computes in one pass: every person's every possible start, every window.
 Events fall on half hours, so that many share an instant; some people have two distinct ids (one person), some ids
@@ -19,6 +21,7 @@ from pipelines.query.dialects import dialect_for
 from pipelines.query.kinds import parse_query
 from pipelines.query.limits import Deadline
 from pipelines.query.runner import compute as run
+from tests.pipelines.chdb_events import ChdbEvents
 from tests.pipelines.factories import PersonFactory
 from tests.pipelines.query.conftest import add_event
 
@@ -72,8 +75,21 @@ class World:
         return people
 
 
-def compute(project, query: dict) -> dict:
-    return run(parse_query(query), project=project, now=NOW, dialect=dialect_for(connection, deadline=Deadline.start()))
+@pytest.fixture
+def compute(project, tmp_path):
+    """compute(query) -> {engine: its result}: the service's database's and ClickHouse's."""
+    on_clickhouse = ChdbEvents(tmp_path)
+
+    def both(query: dict) -> dict[str, dict]:
+        parsed = parse_query(query)
+        return {
+            "database": run(
+                parsed, project=project, now=NOW, dialect=dialect_for(connection, deadline=Deadline.start())
+            ),
+            "clickhouse": on_clickhouse.compute(query, project=project, now=NOW, parsed=parsed),
+        }
+
+    return both
 
 
 @pytest.fixture(params=[(zone, seed) for zone in ZONES for seed in (1, 2)], ids=lambda p: f"{p[0]}-{p[1]}")
@@ -124,7 +140,7 @@ def model_trend(world: World, math_: str, interval: str) -> list[int]:
 
 
 @pytest.mark.parametrize("interval", ["day", "week", "month"])
-def test_trends_agree_with_the_model(project, world, interval):
+def test_trends_agree_with_the_model(compute, world, interval):
     maths = ["total", "dau", "weekly_active", "monthly_active"]
     query = {
         "kind": "TrendsQuery",
@@ -133,11 +149,11 @@ def test_trends_agree_with_the_model(project, world, interval):
         "dateRange": {"date_from": DATE_FROM.isoformat(), "date_to": DATE_TO.isoformat()},
     }
 
-    results = compute(project, query)["results"]
+    model = {math_: model_trend(world, math_, interval) for math_ in maths}
 
-    assert {math_: entry["data"] for math_, entry in zip(maths, results, strict=True)} == {
-        math_: model_trend(world, math_, interval) for math_ in maths
-    }
+    for engine, result in compute(query).items():
+        data = {math_: entry["data"] for math_, entry in zip(maths, result["results"], strict=True)}
+        assert data == model, engine
 
 
 # Funnels -----------------------------------------------------------------------------------------------------------
@@ -243,7 +259,7 @@ def model_funnel(world: World, order: str, steps: list[str], window: float) -> d
 @pytest.mark.parametrize(
     ("steps", "days"), [(["a", "b", "c"], 2), (["a", "b", "a"], 5), (["b", "c"], 1), (["a", "a"], 3)]
 )
-def test_funnels_agree_with_the_model(project, world, order, steps, days):
+def test_funnels_agree_with_the_model(compute, world, order, steps, days):
     query = {
         "kind": "FunnelsQuery",
         "series": [{"kind": "EventsNode", "event": step} for step in steps],
@@ -251,14 +267,17 @@ def test_funnels_agree_with_the_model(project, world, order, steps, days):
         "dateRange": {"date_from": DATE_FROM.isoformat(), "date_to": DATE_TO.isoformat()},
     }
 
-    results = compute(project, query)["results"]
     model = model_funnel(world, order, steps, days * 86400)
 
-    assert [step["count"] for step in results] == model["counts"]
-    if len(steps) == 2:
-        times = model["times"]
-        expected = (round(statistics.fmean(times), 3), round(statistics.median(times), 3)) if times else (None, None)
-        assert (results[1]["average_conversion_time"], results[1]["median_conversion_time"]) == expected
+    for engine, result in compute(query).items():
+        results = result["results"]
+        assert [step["count"] for step in results] == model["counts"], engine
+        if len(steps) == 2:
+            times = model["times"]
+            expected = (
+                (round(statistics.fmean(times), 3), round(statistics.median(times), 3)) if times else (None, None)
+            )
+            assert (results[1]["average_conversion_time"], results[1]["median_conversion_time"]) == expected, engine
 
 
 # Retention ---------------------------------------------------------------------------------------------------------
@@ -309,7 +328,7 @@ def model_retention(world: World, period: str, count: int, first_time: bool) -> 
 
 @pytest.mark.parametrize(("period", "count"), [("Day", 10), ("Week", 5)])
 @pytest.mark.parametrize("kind", ["retention_recurring", "retention_first_time"])
-def test_retention_agrees_with_the_model(project, world, period, count, kind):
+def test_retention_agrees_with_the_model(compute, world, period, count, kind):
     query = {
         "kind": "RetentionQuery",
         "retentionFilter": {
@@ -322,11 +341,10 @@ def test_retention_agrees_with_the_model(project, world, period, count, kind):
         "dateRange": {"date_to": DATE_TO.isoformat()},
     }
 
-    results = compute(project, query)["results"]
+    model = model_retention(world, period, count, kind == "retention_first_time")
 
-    assert [[value["count"] for value in cohort["values"]] for cohort in results] == model_retention(
-        world, period, count, kind == "retention_first_time"
-    )
+    for engine, result in compute(query).items():
+        assert [[value["count"] for value in cohort["values"]] for cohort in result["results"]] == model, engine
 
 
 def test_the_model_is_not_trivial(project, world):

@@ -6,7 +6,9 @@ import pytest
 
 from pipelines.query.runner import run_query
 from tests.pipelines.factories import PersonFactory
-from tests.pipelines.query.conftest import add_event
+from tests.pipelines.query.conftest import add_event, on_both_engines
+
+run = on_both_engines()  # every test on the service's database and on ClickHouse (chDB)
 
 MARCH_1_TO_10 = {"date_from": "2024-03-01", "date_to": "2024-03-10"}
 

@@ -4,7 +4,9 @@ so that a text reaches neither another table, another project's rows nor the dat
 import pytest
 
 from tests.pipelines.factories import PersonFactory
-from tests.pipelines.query.conftest import add_event, hogql
+from tests.pipelines.query.conftest import add_event, hogql, on_both_engines
+
+run = on_both_engines()  # every test on the service's database and on ClickHouse (chDB)
 
 
 @pytest.fixture
@@ -170,6 +172,38 @@ def test_refused_forms_name_what_is_not_allowed(refused, text, named):
     assert named in detail
 
 
+@pytest.mark.parametrize(
+    "text,named",
+    [
+        ("SELECT * FROM file('/etc/passwd', 'CSV')", "file"),
+        ("SELECT * FROM url('http://127.0.0.1:8000/', CSV)", "url"),
+        ("SELECT * FROM remote('127.0.0.1', system.one)", "remote"),
+        ("SELECT * FROM s3('http://127.0.0.1/bucket/x.csv', 'CSV')", "s3"),
+        ("SELECT * FROM cluster('default', system.one)", "cluster"),
+        ("SELECT * FROM input('a String')", "input"),
+        ("SELECT * FROM numbers(10)", "numbers"),
+        ("SELECT * FROM merge('default', '.*')", "merge"),
+        ("SELECT * FROM executable('x.sh', 'CSV', 'a String')", "executable"),
+        ("SELECT * FROM system.tables", "system.tables"),
+        ("SELECT * FROM default.events", "default.events"),
+        ("SELECT * FROM events AS e JOIN system.one ON 1 = 1", "JOIN"),
+        ("SELECT count() FROM events WHERE event IN (SELECT name FROM system.tables)", "Subqueries"),
+        ("SELECT getSetting('readonly') FROM events", "getSetting()"),
+        ("SELECT dictGet('d', 'a', 1) FROM events", "dictGet()"),
+        ("SELECT * FROM events SETTINGS readonly = 0", "Not a valid query"),
+        ("SELECT * FROM events INTO OUTFILE '/tmp/x'", "Not a valid query"),
+    ],
+)
+def test_clickhouse_table_functions_system_tables_and_settings_are_refused(refused, text, named):
+    """What ClickHouse would read beyond the events (a file, a URL, another server, its system tables) or run
+    differently (settings) is refused before any statement runs, on either engine (numbers() too: only `events` is a
+    table)."""
+    attr, detail, code = refused(hogql(text))
+
+    assert (attr, code) == ("query", "invalid_input")
+    assert named.lower() in detail.lower()
+
+
 def test_a_comparison_the_database_cannot_make_is_a_400(run, events, refused):
     attr, detail, _ = refused(hogql("SELECT event FROM events WHERE timestamp > 'yesterday'"))
 
@@ -178,10 +212,13 @@ def test_a_comparison_the_database_cannot_make_is_a_400(run, events, refused):
 
 
 @pytest.mark.requires_postgres
-def test_a_statement_the_database_refuses_as_its_rows_are_read_is_a_400(events, refused):
+def test_a_statement_the_database_refuses_as_its_rows_are_read_is_a_400(events, run, refused):
     """HogQL's rows are read one at a time as PostgreSQL sends them: a refusal then (a column neither grouped nor
-    aggregated) is the query's 400, as a refusal of any other statement is."""
+    aggregated) is the query's 400, as a refusal of any other statement is; ClickHouse's refusal too."""
     attr, detail, _ = refused(hogql("SELECT toStartOfDay(timestamp), count() FROM events"))
 
     assert attr == "query"
-    assert "must appear in the GROUP BY clause" in detail
+    if run.engine == "clickhouse":
+        assert "not under aggregate function and not in GROUP BY keys" in detail
+    else:
+        assert "must appear in the GROUP BY clause" in detail

@@ -10,7 +10,9 @@ import datetime as dt
 import pytest
 
 from tests.pipelines.factories import PersonFactory
-from tests.pipelines.query.conftest import add_event, trends
+from tests.pipelines.query.conftest import add_event, on_both_engines, trends
+
+run = on_both_engines()  # every test on the service's database and on ClickHouse (chDB)
 
 ORDERS = ["ordered", "strict", "unordered"]
 

@@ -5,7 +5,9 @@ results are worked out by hand."""
 import pytest
 
 from pipelines.query.runner import run_query
-from tests.pipelines.query.conftest import add_event
+from tests.pipelines.query.conftest import add_event, on_both_engines
+
+run = on_both_engines()  # every test on the service's database and on ClickHouse (chDB)
 
 
 def retention(

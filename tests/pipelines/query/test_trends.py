@@ -4,7 +4,9 @@ breakdowns, property filters and date ranges over events the tests insert."""
 import pytest
 
 from tests.pipelines.factories import PersonFactory
-from tests.pipelines.query.conftest import add_event, trends
+from tests.pipelines.query.conftest import add_event, on_both_engines, trends
+
+run = on_both_engines()  # every test on the service's database and on ClickHouse (chDB)
 
 MARCH_1_TO_5 = {"date_from": "2024-03-01", "date_to": "2024-03-05"}
 
