@@ -18,7 +18,12 @@ def test_the_docs_page_lists_the_operations_without_leaving_127_0_0_1(browser, l
     browser.get(f"{live_service.url}/api/docs/")
 
     def listed_paths(driver) -> set[str]:
-        return {element.text for element in driver.find_elements(By.CSS_SELECTOR, ".opblock-summary-path")}
+        # Read in the page in one step: Swagger UI redraws its list as it scrolls, so an element found in one call
+        # may be gone by the next (a stale element on a busy machine).
+        texts = driver.execute_script(
+            "return Array.from(document.querySelectorAll('.opblock-summary-path'), element => element.textContent)"
+        )
+        return {text.strip() for text in texts}
 
     wait(browser, 30).until(lambda driver: len(driver.find_elements(By.CSS_SELECTOR, ".opblock")) >= 10)
     # Swagger UI draws only the operations near the window (a virtualized list): scroll down through them all.
