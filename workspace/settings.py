@@ -333,6 +333,13 @@ BATCH_EXPORT_WORKER_ACTIVITIES = max(1, env_int("BATCH_EXPORT_WORKER_ACTIVITIES"
 # An export pauses itself after this many failed runs in a row (DECISIONS.md §17; pipelines.batch_exports.services).
 BATCH_EXPORT_AUTO_PAUSE_AFTER = max(1, env_int("BATCH_EXPORT_AUTO_PAUSE_AFTER", 5))
 
+# Events at scale in ClickHouse (DECISIONS.md §20, docs/clickhouse.md). Unset: events stay in this service's database
+# only, and nothing of ClickHouse is loaded. `http(s)://user:password@host:port/database` (clickhouse-connect's options
+# as query parameters, e.g. `?connect_timeout=2`): a ClickHouse server or cluster. `chdb:///absolute/folder`: embedded
+# ClickHouse (chDB, `pip install 'analytics-workspace[chdb]'`), which one process only may open: the server's
+# (EVENTS_SYNC_IN_SERVER). Only `pipelines.clickhouse.client` reads it; it connects when events are first synced.
+CLICKHOUSE_URL = os.environ.get("CLICKHOUSE_URL", "").strip()
+
 # Personal API keys.
 API_KEY_PREFIX = "phx_"
 API_KEY_LAST_USED_INTERVAL_SECONDS = 3600

@@ -1,0 +1,28 @@
+"""ClickHouse for the tests: embedded (chDB), a folder of each test's own. chDB opens one folder per process at a time,
+so a test's client is closed when it ends, before the next test opens its folder."""
+
+import pytest
+
+from pipelines.clickhouse import client as clickhouse_client
+from pipelines.clickhouse.schema import Form, migrate
+
+
+@pytest.fixture
+def clickhouse_url(settings, tmp_path):
+    """CLICKHOUSE_URL naming a new chDB folder; the client closed after the test."""
+    settings.CLICKHOUSE_URL = f"chdb://{tmp_path / 'clickhouse'}"
+    clickhouse_client.close()
+    yield settings.CLICKHOUSE_URL
+    clickhouse_client.close()
+
+
+@pytest.fixture
+def clickhouse(clickhouse_url):
+    """The process's client on a migrated chDB folder of this test's own."""
+    client = clickhouse_client.get_client()
+    migrate(client, Form())
+    return client
+
+
+def rows(client, sql: str, **parameters) -> list[tuple]:
+    return client.query(sql, parameters=parameters).result_rows
