@@ -339,6 +339,16 @@ BATCH_EXPORT_AUTO_PAUSE_AFTER = max(1, env_int("BATCH_EXPORT_AUTO_PAUSE_AFTER", 
 # ClickHouse (chDB, `pip install 'analytics-workspace[chdb]'`), which one process only may open: the server's
 # (EVENTS_SYNC_IN_SERVER). Only `pipelines.clickhouse.client` reads it; it connects when events are first synced.
 CLICKHOUSE_URL = os.environ.get("CLICKHOUSE_URL", "").strip()
+# The events sync (`manage.py sync_events`, pipelines.clickhouse.sync) copies what the service took in to ClickHouse:
+# a batch as soon as this many rows wait, else what there is every EVENTS_SYNC_SECONDS.
+EVENTS_SYNC_SECONDS = env_float("EVENTS_SYNC_SECONDS", 1.0)
+EVENTS_SYNC_BATCH_SIZE = max(1, env_int("EVENTS_SYNC_BATCH_SIZE", 100_000))
+# Run the sync in a thread of the server process, started by its first request: what a chdb:// folder needs, since no
+# other process may open it (scripts/run.sh and scripts/serve.sh set it for such a URL).
+EVENTS_SYNC_IN_SERVER = env_bool("EVENTS_SYNC_IN_SERVER", False)
+# With CLICKHOUSE_URL set, the month partitions of events (PostgreSQL) that lie wholly this many days back and are
+# wholly in ClickHouse are dropped by the sync, so that this database stops growing with the events.
+EVENTS_DATABASE_RETENTION_DAYS = max(0, env_int("EVENTS_DATABASE_RETENTION_DAYS", 7))
 
 # Personal API keys.
 API_KEY_PREFIX = "phx_"

@@ -1,7 +1,10 @@
 """ClickHouse for the tests: embedded (chDB), a folder of each test's own. chDB opens one folder per process at a time,
 so a test's client is closed when it ends, before the next test opens its folder."""
 
+import json
+
 import pytest
+from django.test import Client
 
 from pipelines.clickhouse import client as clickhouse_client
 from pipelines.clickhouse.schema import Form, migrate
@@ -22,6 +25,14 @@ def clickhouse(clickhouse_url):
     client = clickhouse_client.get_client()
     migrate(client, Form())
     return client
+
+
+def capture(project, *events, expect=200):
+    """Events sent to /batch/ as an SDK sends them (each a `$pageview` unless it says otherwise)."""
+    body = {"api_key": project.api_token, "batch": [{"event": "$pageview", **event} for event in events]}
+    response = Client().post("/batch/", json.dumps(body), content_type="application/json")
+    assert response.status_code == expect, response.content
+    return response
 
 
 def rows(client, sql: str, **parameters) -> list[tuple]:
