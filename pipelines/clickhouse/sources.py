@@ -2,9 +2,9 @@
 stream after a position, as ClickHouse's TabSeparated text, in the order that never skips one.
 
 PostgreSQL: rows in `(sync_xid, id)` order, `sync_xid` being the transaction that stored the row (migration 0013).
-A batch takes only rows whose transaction is older than every transaction still running (`pg_snapshot_xmin` of the
-statement's snapshot): they have all committed or failed, so no row can appear later before the batch's last one,
-however capture requests interleave their commits. The rows come out of `COPY … TO STDOUT`, whose text format is
+A batch takes only rows whose transaction is older than every transaction of this database still running (its
+`HORIZON`): those have all committed or failed, so no row can appear later before the batch's last one, however
+capture requests interleave their commits. The rows come out of `COPY … TO STDOUT`, whose text format is
 ClickHouse's TabSeparated (the same escapes, `\\N` for NULL, times with their offset), so no row passes through Python.
 
 SQLite: writers take turns (one lock, taken when a transaction starts), so ids come in the order their rows commit;
@@ -32,6 +32,20 @@ Key = tuple[int, int]  # (sync_xid, id); sync_xid is 0 on SQLite
 
 # Any number that the sync's session-level advisory lock is known by (one sync per database at a time).
 ADVISORY_LOCK_KEY = 7_346_019_222
+
+# The oldest transaction still running when the statement's snapshot was taken, among those that may write here: every
+# one the snapshot lists as running (transaction ids are the whole server's) but those of a backend connected to
+# another database, which cannot write this one's tables; none such, the next transaction id. Every transaction older
+# than it has ended, so the statement sees all their rows. A transaction the snapshot lists that ends before
+# pg_stat_activity is read counts as this database's: the horizon may then stop short, never run past a row.
+HORIZON = """coalesce(
+    (SELECT min(running) FROM pg_snapshot_xip(pg_current_snapshot()) AS running
+     WHERE NOT EXISTS (
+         SELECT 1 FROM pg_stat_activity AS backend
+         WHERE backend.backend_xid = running::xid AND backend.datname IS DISTINCT FROM current_database()
+     )),
+    pg_snapshot_xmax(pg_current_snapshot())
+)"""
 
 
 @dataclass(frozen=True)
@@ -95,7 +109,7 @@ class PostgreSQL:
             where += f" AND (sync_xid, id) <= ('{int(through[0])}'::xid8, {int(through[1])})"
             limit_clause = ""
         else:
-            where += " AND sync_xid < pg_snapshot_xmin(pg_current_snapshot())"
+            where += f" AND sync_xid < {HORIZON}"
             limit_clause = f" LIMIT {int(limit)}"
         statement = (
             f"COPY (SELECT {stream.select} FROM {stream.table} WHERE {where} ORDER BY sync_xid, id{limit_clause}) "
@@ -136,11 +150,10 @@ class PostgreSQL:
             return cursor.fetchone()[0]
 
     def ended(self, mark: int) -> bool:
-        """Whether every transaction that was running at `mark` has ended, so that a batch may take their rows. Any
-        transaction of the whole server counts (transaction ids are the server's), a long one anywhere holds the
-        sync back: the sync's lag shows it."""
+        """Whether every transaction of this database that was running at `mark` has ended, so that a batch may take
+        their rows. A long transaction holds the sync back until it ends: the sync's lag shows it."""
         with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint >= %s", [mark])
+            cursor.execute(f"SELECT {HORIZON}::text::bigint >= %s", [mark])
             return cursor.fetchone()[0]
 
     def oldest_unsynced(self, after: Key) -> dt.datetime | None:

@@ -121,18 +121,20 @@ def _state(stream: Stream) -> SyncStream:
 def _step(client, source, stream: Stream, limit: int) -> tuple[int, bool]:
     state = _state(stream)
     try:
+        settled = 0
         if state.through is not None:
-            return _settle(client, source, stream, state), False
+            settled = _settle(client, source, stream, state)
+            state = _state(stream)
         batch = source.read(stream, state.after, limit=limit)
         if batch is None:
             if state.error:
                 SyncStream.objects.filter(name=stream.name).update(error="", error_at=None)
-            return 0, False
+            return settled, False
         SyncStream.objects.filter(name=stream.name).update(through_xid=batch.last[0], through_id=batch.last[1])
         state.through_xid, state.through_id = batch.last
         _insert(client, stream, batch.data, _token(stream, state))
         _finish(source, stream, state, batch.rows)
-        return batch.rows, batch.rows >= limit
+        return settled + batch.rows, batch.rows >= limit
     except Exception as error:
         _record_error(stream, error)
         raise
