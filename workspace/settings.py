@@ -343,6 +343,8 @@ CLICKHOUSE_URL = os.environ.get("CLICKHOUSE_URL", "").strip()
 # a batch as soon as this many rows wait, else what there is every EVENTS_SYNC_SECONDS.
 EVENTS_SYNC_SECONDS = env_float("EVENTS_SYNC_SECONDS", 1.0)
 EVENTS_SYNC_BATCH_SIZE = max(1, env_int("EVENTS_SYNC_BATCH_SIZE", 100_000))
+# What /readyz checks beside the database, the cache and Temporal (workspace.health): name -> a function of an app.
+READINESS_CHECKS = {"clickhouse": "pipelines.clickhouse.health.readiness"}
 # Run the sync in a thread of the server process, started by its first request: what a chdb:// folder needs, since no
 # other process may open it (scripts/run.sh and scripts/serve.sh set it for such a URL).
 EVENTS_SYNC_IN_SERVER = env_bool("EVENTS_SYNC_IN_SERVER", False)

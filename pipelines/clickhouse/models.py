@@ -14,8 +14,8 @@ class SyncStream(models.Model):
     """
 
     class Name(models.TextChoices):
-        EVENTS = "events"
-        DISTINCT_IDS = "distinct_ids"
+        EVENTS = "events", "events"
+        DISTINCT_IDS = "distinct_ids", "distinct ids' persons"
 
     name = models.CharField(max_length=20, primary_key=True, choices=Name.choices)
     after_xid = models.BigIntegerField(default=0)

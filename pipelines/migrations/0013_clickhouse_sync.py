@@ -133,7 +133,7 @@ class Migration(migrations.Migration):
                 (
                     "name",
                     models.CharField(
-                        choices=[("events", "Events"), ("distinct_ids", "Distinct Ids")],
+                        choices=[("events", "events"), ("distinct_ids", "distinct ids' persons")],
                         max_length=20,
                         primary_key=True,
                         serialize=False,

@@ -14,8 +14,8 @@ from tests import processes
 from tests.faults import closed_port
 from tests.live import test_database_url as database_url
 
-# Starts the service's code as a server process would, serves a capture, a readiness check and a list of events with
-# the test client, runs a command that reads no events, and prints which of ClickHouse's modules got loaded.
+# Starts the service's code as a server process would, serves a capture and the pages READ names with the test client,
+# runs commands that read no events, and prints which of ClickHouse's modules got loaded.
 START_AND_SERVE = textwrap.dedent(
     """
     import json, pkgutil, importlib, sys
@@ -35,10 +35,8 @@ START_AND_SERVE = textwrap.dedent(
     project = Project.objects.first()
     client = Client()
     batch = {"api_key": project.api_token, "batch": [{"event": "e", "distinct_id": "d"}]}
-    statuses = [
-        client.post("/batch/", json.dumps(batch), content_type="application/json").status_code,
-        client.get("/healthz").status_code,
-    ]
+    statuses = [client.post("/batch/", json.dumps(batch), content_type="application/json").status_code]
+    statuses += [client.get(path).status_code for path in READ]
     call_command("check", verbosity=0)
     call_command("showmigrations", "pipelines", verbosity=0)
     print(json.dumps({"statuses": statuses, "loaded": sorted(
@@ -48,7 +46,8 @@ START_AND_SERVE = textwrap.dedent(
 )
 
 
-def run_python(code: str, **env: str) -> tuple[int, str]:
+def run_python(code: str, *, read: list[str], **env: str) -> tuple[int, str]:
+    code = f"READ = {read!r}\n{code}"
     environment = {**os.environ, "DJANGO_SETTINGS_MODULE": "workspace.settings", "DATABASE_URL": database_url()}
     environment.pop("CLICKHOUSE_URL", None)
     environment.update(env)
@@ -63,18 +62,18 @@ def last_json_line(output: str) -> dict:
 
 @pytest.mark.django_db(transaction=True)
 def test_unset_no_path_loads_clickhouse(project):
-    """Every module of the service imported, every route resolved, events captured, a command run: with the setting
-    unset, neither clickhouse_connect nor chdb is ever imported."""
-    code, output = run_python(START_AND_SERVE)
+    """Every module of the service imported, every route resolved, events captured, readiness checked, commands run:
+    with the setting unset, neither clickhouse_connect nor chdb is ever imported."""
+    code, output = run_python(START_AND_SERVE, read=["/healthz", "/readyz", "/admin/login/"])
     assert code == 0, output
-    assert last_json_line(output) == {"statuses": [200, 200], "loaded": []}
+    assert last_json_line(output) == {"statuses": [200, 200, 200, 200], "loaded": []}
 
 
 @pytest.mark.django_db(transaction=True)
 def test_set_the_client_is_not_opened_at_start_up(project, tmp_path):
     """With the setting on, starting, capturing and running commands that read no events load nothing of ClickHouse
     either: the client is opened by the first sync or read of events."""
-    code, output = run_python(START_AND_SERVE, CLICKHOUSE_URL=f"chdb://{tmp_path / 'clickhouse'}")
+    code, output = run_python(START_AND_SERVE, read=["/healthz"], CLICKHOUSE_URL=f"chdb://{tmp_path / 'clickhouse'}")
     assert code == 0, output
     assert last_json_line(output) == {"statuses": [200, 200], "loaded": []}
     assert not (tmp_path / "clickhouse").exists()
