@@ -18,7 +18,6 @@ import contextlib
 import datetime as dt
 import fcntl
 import functools
-import io
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -115,16 +114,13 @@ class PostgreSQL:
             f"COPY (SELECT {stream.select} FROM {stream.table} WHERE {where} ORDER BY sync_xid, id{limit_clause}) "
             "TO STDOUT"
         )
-        buffer = io.BytesIO()
-        rows = 0
         # A read of this database, sent as COPY through the driver's cursor: COPY has no other way to hand rows over.
         with connection.cursor() as cursor, cursor.cursor.copy(statement) as copy:
-            for row in copy:
-                buffer.write(row)
-                rows += 1
-        if not rows:
+            lines = list(copy)  # one line each
+        if not lines:
             return None
-        data = buffer.getvalue()
+        rows = len(lines)
+        data = b"".join(lines)
         last_line = data[data.rfind(b"\n", 0, len(data) - 1) + 1 : -1].split(b"\t")
         last = self._key(stream, last_line)
         return Batch(data=data, rows=rows, last=last)
