@@ -68,7 +68,12 @@ def sync_once(*, limit: int | None = None) -> Round:
     database raised; a batch begun and not finished is settled by the next round."""
     limit = limit or settings.EVENTS_SYNC_BATCH_SIZE
     source = source_for(connection.vendor)
-    client = clickhouse.get_client()
+    try:
+        client = clickhouse.get_client()
+    except Exception as error:
+        for stream in STREAMS:
+            _record_error(stream, error)
+        raise
     result = Round()
     with source.exclusive() as held:
         if not held:
@@ -232,6 +237,7 @@ def _finish(source, stream: Stream, state: SyncStream, rows: int) -> None:
 
 def _record_error(stream: Stream, error: Exception) -> None:
     with contextlib.suppress(DatabaseError):  # the database may be what failed
+        _state(stream)
         SyncStream.objects.filter(name=stream.name).update(
             error=f"{type(error).__name__}: {error}"[:ERROR_LENGTH], error_at=timezone.now()
         )
