@@ -22,6 +22,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
 
 from pipelines.clickhouse.models import DistinctIdChange, SyncStream
@@ -174,7 +176,15 @@ class PostgreSQL:
     @contextlib.contextmanager
     def exclusive(self) -> Iterator[bool]:
         """Whether this process may sync (True) or another sync holds the database (False), for the block: a
-        session-level advisory lock, which the database lets go of when the holder's connection ends."""
+        session-level advisory lock, which the database lets go of when the holder's connection ends. Behind a pooler
+        in transaction mode the lock and its release could reach different server connections, and the lock would
+        outlive its holder: refused."""
+        if getattr(settings, "DATABASE_POOLER", "none") == "transaction":
+            raise ImproperlyConfigured(
+                "The events sync holds a session lock on PostgreSQL, which a pooler in transaction mode cannot keep: "
+                "run it with a DATABASE_URL that reaches PostgreSQL directly or through a session pooler "
+                "(DATABASE_POOLER=session or none)."
+            )
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_try_advisory_lock(%s)", [ADVISORY_LOCK_KEY])
             held = cursor.fetchone()[0]

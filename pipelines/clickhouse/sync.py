@@ -282,22 +282,29 @@ def run(*, stop: threading.Event, every: float | None = None, limit: int | None 
 
 _thread: threading.Thread | None = None
 _thread_lock = threading.Lock()
+_thread_started = 0.0
+# A sync thread that stopped on an error it does not retry (a mistake of configuration, a bug) is started again by
+# a request at most this often, so that its error is logged once a minute, not once a request.
+RESTART_SECONDS = 60
 
 
 def start_in_server(**kwargs) -> None:
-    """Run the sync in a thread of this process, once (a receiver of `request_started`, connected by the app when
+    """Run the sync in a thread of this process (a receiver of `request_started`, connected by the app when
     EVENTS_SYNC_IN_SERVER is on): with a chdb:// URL no other process may open ClickHouse, so the server's own process
     syncs. The thread dies with the process; a batch it was copying is settled when it starts again."""
-    global _thread
+    global _thread, _thread_started
     with _thread_lock:
-        if _thread is not None and _thread.is_alive():
+        if _thread is not None and (_thread.is_alive() or time.monotonic() - _thread_started < RESTART_SECONDS):
             return
         _thread = threading.Thread(target=_run_in_thread, name="events-sync", daemon=True)
+        _thread_started = time.monotonic()
         _thread.start()
 
 
 def _run_in_thread() -> None:
     try:
         run(stop=threading.Event())
+    except Exception:
+        logger.exception("The events sync stopped; it starts again with a request in %d s.", RESTART_SECONDS)
     finally:
         connection.close()

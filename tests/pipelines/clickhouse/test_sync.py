@@ -9,6 +9,7 @@ import threading
 import uuid
 
 import pytest
+from django.core.exceptions import ImproperlyConfigured
 from django.db import connection, connections
 
 from pipelines.clickhouse import client as clickhouse_client
@@ -295,3 +296,11 @@ def test_an_event_that_commits_late_is_not_skipped(clickhouse, project):
 
     assert sorted(row[0] for row in rows(clickhouse, "SELECT distinct_id FROM events")) == ["early", "quick", "slow"]
     assert connection.vendor == "postgresql"
+
+
+@pytest.mark.requires_postgres
+def test_behind_a_pooler_in_transaction_mode_the_sync_refuses_saying_why(clickhouse, project, settings):
+    """Its session lock could be taken on one server connection and released on another, and outlive it."""
+    settings.DATABASE_POOLER = "transaction"
+    with pytest.raises(ImproperlyConfigured, match="session lock on PostgreSQL, which a pooler in transaction mode"):
+        sync.sync_once()
