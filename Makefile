@@ -28,13 +28,19 @@ $(DEV): pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet --no-compile -e ".[dev]"
 	touch $(RUNTIME) $(DEV)
 
+# Embedded ClickHouse (chDB, half a gigabyte) for a chdb:// CLICKHOUSE_URL: `make run` adds it for such a URL only.
+CHDB := $(VENV)/.installed-chdb
+$(CHDB): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet --no-compile -e ".[chdb]"
+	touch $(RUNTIME) $(CHDB)
+
 install: $(RUNTIME)
 
 install-dev: $(DEV)
 
-# Temporal's development server, a batch-export worker, the sender of invite mails and the web server
-# (scripts/run.sh); Ctrl-C stops them all.
-run: install
+# Temporal's development server, a batch-export worker, the sender of invite mails, the events sync with CLICKHOUSE_URL
+# set, and the web server (scripts/run.sh); Ctrl-C stops them all.
+run: install $(if $(filter chdb:%,$(CLICKHOUSE_URL)),$(CHDB))
 	SITE_URL=$(SITE_URL) HOST=$(HOST) PORT=$(PORT) PY=$(PY) scripts/run.sh
 
 # Production: DEBUG off (SECRET_KEY and ALLOWED_HOSTS required), migrations, static files, gunicorn with

@@ -36,6 +36,13 @@ bind = os.environ.get("GUNICORN_BIND", f"{os.environ.get('HOST', '127.0.0.1')}:{
 wsgi_app = "workspace.wsgi:application"
 worker_class = "gthread"
 workers = _int("GUNICORN_WORKERS", _cores())
+# A chdb:// CLICKHOUSE_URL names a folder that one process only may open (embedded ClickHouse lives in the process
+# that opens it): one worker, which syncs events in a thread (scripts/serve.sh), or a ClickHouse server.
+if os.environ.get("CLICKHOUSE_URL", "").strip().lower().startswith("chdb:") and workers != 1:
+    raise SystemExit(
+        f"gunicorn: CLICKHOUSE_URL names a chDB folder, which one process only may open, and {workers} workers would "
+        "each open it: set GUNICORN_WORKERS=1, or point CLICKHOUSE_URL at a ClickHouse server (http(s)://...)."
+    )
 threads = _int("GUNICORN_THREADS", 4)
 # Connections a worker holds at once, idle kept-alive ones included (they wait in its poller, not in a thread).
 worker_connections = _int("GUNICORN_WORKER_CONNECTIONS", 1000)

@@ -1,4 +1,6 @@
 from django.apps import AppConfig
+from django.conf import settings
+from django.core.signals import request_started
 from django.db.models.signals import post_migrate
 
 
@@ -10,3 +12,9 @@ class PipelinesConfig(AppConfig):
         from pipelines.events import signals
 
         post_migrate.connect(signals.create_event_partitions_after_migrate, sender=self)
+        if settings.CLICKHOUSE_URL and settings.EVENTS_SYNC_IN_SERVER:
+            from pipelines.clickhouse.sync import start_in_server
+
+            # At the first request, so that only a process that serves runs it (not runserver's reloader, nor a
+            # command, nor gunicorn's master before it forks).
+            request_started.connect(start_in_server, dispatch_uid="events-sync-in-server")

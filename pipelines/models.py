@@ -8,5 +8,6 @@ from pipelines.batch_exports.models import (  # noqa: F401
     BatchExportRun,
     BatchExportRunLog,
 )
+from pipelines.clickhouse.models import DistinctIdChange, SyncStream  # noqa: F401
 from pipelines.events.models import Event, EventUUID, Person, PersonDistinctId  # noqa: F401
 from pipelines.plugins.models import Plugin, PluginConfig, PluginSourceFile  # noqa: F401

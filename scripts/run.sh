@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make run`: Temporal's development server (unless TEMPORAL_ADDRESS names a Temporal already running), one
-# batch-export worker, the sender of invite mails (the requests only queue them) and the web server, on a migrated
-# database with demo data. Ctrl-C, or any of them stopping, stops them all.
+# batch-export worker, the sender of invite mails (the requests only queue them), the events sync when CLICKHOUSE_URL
+# is set, and the web server, on a migrated database with demo data. Ctrl-C, or any of them stopping, stops them all.
 #
 # HOST/PORT: the web server's address (SITE_URL follows it unless set). The development server listens on 127.0.0.1
 # only, on TEMPORAL_PORT (gRPC, 7233), TEMPORAL_UI_PORT (web UI, +1000), TEMPORAL_HTTP_PORT (HTTP API, +10) and
@@ -63,6 +63,19 @@ fi
 
 "$PY" manage.py migrate --noinput
 "$PY" manage.py seed_demo
+# Events at scale (CLICKHOUSE_URL): the ClickHouse tables, then the events sync. A chDB folder opens in one process
+# only, so with a chdb:// URL the web server syncs in a thread of its own (EVENTS_SYNC_IN_SERVER); with a server's URL
+# `manage.py sync_events` runs beside it.
+if [ -n "${CLICKHOUSE_URL:-}" ]; then
+    "$PY" manage.py clickhouse_migrate
+    case "$CLICKHOUSE_URL" in
+        chdb:*) export EVENTS_SYNC_IN_SERVER=true ;;
+        *)
+            "$PY" manage.py sync_events &
+            pids+=($!)
+            ;;
+    esac
+fi
 "$PY" manage.py batch_export_worker &
 pids+=($!)
 # Every invite mail goes out from here, never from a request: within seconds of the invite.

@@ -1,5 +1,9 @@
 """Liveness and readiness for load balancers and orchestrators: plain Django views, so no authentication, no
-throttling and no secrets; the checks report "ok", "unavailable" or "unconfigured", never an error message."""
+throttling and no secrets; the checks report "ok", "unavailable" or "unconfigured", never an error message.
+
+Beside the database, the cache and Temporal, an app checks what it depends on through READINESS_CHECKS (name →
+dotted path of a function), since this module imports no app: the function returns None when what it checks is not
+configured (then /readyz says nothing of it), else its status and facts to show under its name."""
 
 import socket
 
@@ -7,6 +11,7 @@ from django.conf import settings
 from django.core.cache import caches
 from django.db import Error, connection
 from django.http import JsonResponse
+from django.utils.module_loading import import_string
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
@@ -57,5 +62,15 @@ def temporal_status() -> str:
 def readyz(request):
     """Whether this process can serve requests: 200 when every configured dependency answers, else 503."""
     checks = {"database": database_status(), "cache": cache_status(), "temporal": temporal_status()}
+    facts = {}
+    for name, path in settings.READINESS_CHECKS.items():
+        result = import_string(path)()
+        if result is not None:
+            checks[name], facts[name] = result
     ready = UNAVAILABLE not in checks.values()
-    return JsonResponse({"status": OK if ready else UNAVAILABLE, "checks": checks}, status=200 if ready else 503)
+    body = {
+        "status": OK if ready else UNAVAILABLE,
+        "checks": checks,
+        **{name: fact for name, fact in facts.items() if fact},
+    }
+    return JsonResponse(body, status=200 if ready else 503)

@@ -336,6 +336,25 @@ BATCH_EXPORT_WORKER_ACTIVITIES = max(1, env_int("BATCH_EXPORT_WORKER_ACTIVITIES"
 # An export pauses itself after this many failed runs in a row (DECISIONS.md §17; pipelines.batch_exports.services).
 BATCH_EXPORT_AUTO_PAUSE_AFTER = max(1, env_int("BATCH_EXPORT_AUTO_PAUSE_AFTER", 5))
 
+# Events at scale in ClickHouse (DECISIONS.md §20, docs/clickhouse.md). Unset: events stay in this service's database
+# only, and nothing of ClickHouse is loaded. `http(s)://user:password@host:port/database` (clickhouse-connect's options
+# as query parameters, e.g. `?connect_timeout=2`): a ClickHouse server or cluster. `chdb:///absolute/folder`: embedded
+# ClickHouse (chDB, `pip install 'analytics-workspace[chdb]'`), which one process only may open: the server's
+# (EVENTS_SYNC_IN_SERVER). Only `pipelines.clickhouse.client` reads it; it connects when events are first synced.
+CLICKHOUSE_URL = os.environ.get("CLICKHOUSE_URL", "").strip()
+# The events sync (`manage.py sync_events`, pipelines.clickhouse.sync) copies what the service took in to ClickHouse:
+# a batch as soon as this many rows wait, else what there is every EVENTS_SYNC_SECONDS.
+EVENTS_SYNC_SECONDS = env_float("EVENTS_SYNC_SECONDS", 1.0)
+EVENTS_SYNC_BATCH_SIZE = max(1, env_int("EVENTS_SYNC_BATCH_SIZE", 100_000))
+# What /readyz checks beside the database, the cache and Temporal (workspace.health): name -> a function of an app.
+READINESS_CHECKS = {"clickhouse": "pipelines.clickhouse.health.readiness"}
+# Run the sync in a thread of the server process, started by its first request: what a chdb:// folder needs, since no
+# other process may open it (scripts/run.sh and scripts/serve.sh set it for such a URL).
+EVENTS_SYNC_IN_SERVER = env_bool("EVENTS_SYNC_IN_SERVER", False)
+# With CLICKHOUSE_URL set, the month partitions of events (PostgreSQL) that lie wholly this many days back and are
+# wholly in ClickHouse are dropped by the sync, so that this database stops growing with the events.
+EVENTS_DATABASE_RETENTION_DAYS = max(0, env_int("EVENTS_DATABASE_RETENTION_DAYS", 7))
+
 # Personal API keys.
 API_KEY_PREFIX = "phx_"
 API_KEY_LAST_USED_INTERVAL_SECONDS = 3600

@@ -5,6 +5,7 @@ import factory
 from django.utils import timezone
 
 from pipelines.batch_exports.models import BatchExport, BatchExportBackfill, BatchExportRun, BatchExportRunLog
+from pipelines.clickhouse.models import SyncStream
 from pipelines.events.models import Event, Person, PersonDistinctId
 from pipelines.plugins.models import Plugin, PluginConfig, PluginSourceFile
 from tests.organizations.factories import OrganizationFactory, ProjectFactory
@@ -122,3 +123,19 @@ class PersonFactory(factory.django.DjangoModelFactory):
         ids = [f"person-{self.uuid.hex[:12]}"] if extracted is None else extracted
         for distinct_id in ids:
             PersonDistinctId.objects.create(project=self.project, distinct_id=distinct_id, person=self)
+
+
+class SyncStreamFactory(factory.django.DjangoModelFactory):
+    """Where the events sync stands on its events stream, a batch in flight."""
+
+    class Meta:
+        model = SyncStream
+        django_get_or_create = ("name",)
+
+    name = SyncStream.Name.EVENTS
+    after_id = 41
+    through_id = 57
+    rows = 41
+    synced_at = factory.LazyFunction(timezone.now)
+    error = "OperationalError: ClickHouse does not answer"
+    error_at = factory.LazyFunction(timezone.now)

@@ -1,7 +1,8 @@
 """The rooms of `pipelines/` import downward only (docs/architecture.md, "Inside pipelines").
 
-events ← query ← batch_exports; plugins stands alone; the app's top level (apps, urls, models, admin, management
-commands, the demo) is wiring that may import any room, and no room imports the wiring or dashboards.
+events ← query ← batch_exports; events ← clickhouse; plugins stands alone; the app's top level (apps, urls, models,
+admin, management commands, the demo) is wiring that may import any room, and no room imports the wiring or
+dashboards.
 """
 
 import ast
@@ -10,13 +11,14 @@ from pathlib import Path
 import pytest
 
 PIPELINES = Path(__file__).resolve().parents[2] / "pipelines"
-ROOMS = ("events", "query", "batch_exports", "plugins")
+ROOMS = ("events", "query", "batch_exports", "plugins", "clickhouse")
 # What each room may import of pipelines, besides itself.
 ALLOWED = {
     "events": set(),
     "query": {"events"},
     "batch_exports": {"events", "query"},
     "plugins": set(),
+    "clickhouse": {"events"},
 }
 
 

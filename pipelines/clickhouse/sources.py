@@ -1,0 +1,276 @@
+"""What the events sync reads from the service's database, one object per database (STYLE.md #25): the rows of a
+stream after a position, as ClickHouse's TabSeparated text, in the order that never skips one.
+
+PostgreSQL: rows in `(sync_xid, id)` order, `sync_xid` being the transaction that stored the row (migration 0013).
+A batch takes only rows whose transaction is older than every transaction of this database still running (its
+`HORIZON`): those have all committed or failed, so no row can appear later before the batch's last one, however
+capture requests interleave their commits. The rows come out of `COPY … TO STDOUT`, whose text format is
+ClickHouse's TabSeparated (the same escapes, `\\N` for NULL, times with their offset), so no row passes through Python.
+
+SQLite: writers take turns (one lock, taken when a transaction starts), so ids come in the order their rows commit;
+rows are read by id and written out as TabSeparated here.
+
+A batch is determined by its two ends: `read(after, through=last)` gives the same rows again (but those deleted
+meanwhile), which is what makes a repeated insert repeat the first one.
+"""
+
+import contextlib
+import datetime as dt
+import fcntl
+import functools
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.db import connection
+
+from pipelines.clickhouse.models import DistinctIdChange, SyncStream
+from pipelines.events.models import Event
+
+Key = tuple[int, int]  # (sync_xid, id); sync_xid is 0 on SQLite
+
+# Any number that the sync's session-level advisory lock is known by (one sync per database at a time).
+ADVISORY_LOCK_KEY = 7_346_019_222
+
+# The oldest transaction still running when the statement's snapshot was taken, among those that may write here: every
+# one the snapshot lists as running (transaction ids are the whole server's) but those of a backend connected to
+# another database, which cannot write this one's tables; none such, the next transaction id. Every transaction older
+# than it has ended, so the statement sees all their rows. A transaction the snapshot lists that ends before
+# pg_stat_activity is read counts as this database's: the horizon may then stop short, never run past a row.
+HORIZON = """coalesce(
+    (SELECT min(running) FROM pg_snapshot_xip(pg_current_snapshot()) AS running
+     WHERE NOT EXISTS (
+         SELECT 1 FROM pg_stat_activity AS backend
+         WHERE backend.backend_xid = running::xid AND backend.datname IS DISTINCT FROM current_database()
+     )),
+    pg_snapshot_xmax(pg_current_snapshot())
+)"""
+
+
+@dataclass(frozen=True)
+class Stream:
+    """A table the sync copies: its rows as ClickHouse's columns, and the ClickHouse table they go to."""
+
+    name: str
+    table: str
+    select: str  # the columns, in ClickHouse's order, as both databases select them
+    clickhouse_table: str
+    clickhouse_columns: tuple[str, ...]
+
+
+EVENTS = Stream(
+    name=SyncStream.Name.EVENTS,
+    table=Event._meta.db_table,
+    select='id, uuid, project_id, event, distinct_id, properties, "timestamp", inserted_at',
+    clickhouse_table="events",
+    clickhouse_columns=("id", "uuid", "project_id", "event", "distinct_id", "properties", "timestamp", "inserted_at"),
+)
+# The change's id is its version in ClickHouse: later changes of one distinct id have greater ids.
+DISTINCT_IDS = Stream(
+    name=SyncStream.Name.DISTINCT_IDS,
+    table=DistinctIdChange._meta.db_table,
+    select="project_id, distinct_id, person_id, CAST(is_deleted AS integer), id",
+    clickhouse_table="person_distinct_ids",
+    clickhouse_columns=("project_id", "distinct_id", "person_id", "is_deleted", "version"),
+)
+STREAMS = (DISTINCT_IDS, EVENTS)
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Rows of a stream, as TabSeparated lines (each ending in a newline), and the key of the last one."""
+
+    data: bytes
+    rows: int
+    last: Key
+
+    def ids(self, stream: Stream) -> list[int]:
+        """The rows' ids, in order (the events' first column, a change's last)."""
+        lines = self.data.splitlines()
+        if stream is EVENTS:
+            return [int(line.split(b"\t", 1)[0]) for line in lines]
+        return [int(line.rsplit(b"\t", 1)[1]) for line in lines]
+
+    def only(self, stream: Stream, ids: set[int]) -> bytes:
+        """The lines of the rows whose ids are in `ids`."""
+        lines = self.data.splitlines(keepends=True)
+        return b"".join(line for line, row_id in zip(lines, self.ids(stream), strict=True) if row_id in ids)
+
+
+class PostgreSQL:
+    name = "postgresql"
+
+    def read(self, stream: Stream, after: Key, *, through: Key | None = None, limit: int = 0) -> Batch | None:
+        """The rows after `after`: up to `through` (the rows of a batch again), or the first `limit` of those whose
+        transactions have all ended."""
+        where = f"(sync_xid, id) > ('{int(after[0])}'::xid8, {int(after[1])})"
+        if through is not None:
+            where += f" AND (sync_xid, id) <= ('{int(through[0])}'::xid8, {int(through[1])})"
+            limit_clause = ""
+        else:
+            where += f" AND sync_xid < {HORIZON}"
+            limit_clause = f" LIMIT {int(limit)}"
+        statement = (
+            f"COPY (SELECT {stream.select} FROM {stream.table} WHERE {where} ORDER BY sync_xid, id{limit_clause}) "
+            "TO STDOUT"
+        )
+        # A read of this database, sent as COPY through the driver's cursor: COPY has no other way to hand rows over.
+        with connection.cursor() as cursor, cursor.cursor.copy(statement) as copy:
+            lines = list(copy)  # one line each
+        if not lines:
+            return None
+        rows = len(lines)
+        data = b"".join(lines)
+        last_line = data[data.rfind(b"\n", 0, len(data) - 1) + 1 : -1].split(b"\t")
+        last = self._key(stream, last_line)
+        return Batch(data=data, rows=rows, last=last)
+
+    def _key(self, stream: Stream, fields: list[bytes]) -> Key:
+        with connection.cursor() as cursor:
+            if stream is EVENTS:
+                # The primary key is (id, timestamp): with the timestamp, one partition's index is asked.
+                cursor.execute(
+                    f'SELECT sync_xid::text::bigint FROM {stream.table} WHERE id = %s AND "timestamp" = %s',
+                    [int(fields[0]), fields[6].decode()],
+                )
+                row_id = int(fields[0])
+            else:
+                row_id = int(fields[-1])
+                cursor.execute(f"SELECT sync_xid::text::bigint FROM {stream.table} WHERE id = %s", [row_id])
+            return (cursor.fetchone()[0], row_id)
+
+    def intake_mark(self) -> int:
+        """A mark of now: `ended(mark)` is true once every transaction running now has ended."""
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint")
+            return cursor.fetchone()[0]
+
+    def ended(self, mark: int) -> bool:
+        """Whether every transaction of this database that was running at `mark` has ended, so that a batch may take
+        their rows. A long transaction holds the sync back until it ends: the sync's lag shows it."""
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT {HORIZON}::text::bigint >= %s", [mark])
+            return cursor.fetchone()[0]
+
+    def oldest_unsynced(self, after: Key) -> dt.datetime | None:
+        """When the service received the oldest event not yet copied (None: all are)."""
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT inserted_at FROM {EVENTS.table} WHERE (sync_xid, id) > (%s::text::xid8, %s) "
+                "ORDER BY sync_xid, id LIMIT 1",
+                [str(after[0]), after[1]],
+            )
+            row = cursor.fetchone()
+        return row[0] if row else None
+
+    def prune(self, stream: Stream, through: Key) -> None:
+        """Delete the rows up to `through`: the changes of distinct ids once ClickHouse has them."""
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"DELETE FROM {stream.table} WHERE (sync_xid, id) <= (%s::text::xid8, %s)",
+                [str(through[0]), through[1]],
+            )
+
+    @contextlib.contextmanager
+    def exclusive(self) -> Iterator[bool]:
+        """Whether this process may sync (True) or another sync holds the database (False), for the block: a
+        session-level advisory lock, which the database lets go of when the holder's connection ends."""
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_try_advisory_lock(%s)", [ADVISORY_LOCK_KEY])
+            held = cursor.fetchone()[0]
+        try:
+            yield held
+        finally:
+            if held and connection.connection is not None:
+                with contextlib.suppress(Exception), connection.cursor() as cursor:
+                    cursor.execute("SELECT pg_advisory_unlock(%s)", [ADVISORY_LOCK_KEY])
+
+
+class SQLite:
+    name = "sqlite"
+
+    def read(self, stream: Stream, after: Key, *, through: Key | None = None, limit: int = 0) -> Batch | None:
+        where, params = "id > %s", [after[1]]
+        if through is not None:
+            where += " AND id <= %s"
+            params.append(through[1])
+            limit_clause = ""
+        else:
+            limit_clause = " LIMIT %s"
+            params.append(limit)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT {stream.select} FROM {stream.table} WHERE {where} ORDER BY id{limit_clause}", params
+            )
+            rows = cursor.fetchall()
+        if not rows:
+            return None
+        line = _event_line if stream is EVENTS else _change_line
+        data = "".join(line(row) for row in rows).encode()
+        last_id = rows[-1][0] if stream is EVENTS else rows[-1][-1]
+        return Batch(data=data, rows=len(rows), last=(0, last_id))
+
+    def intake_mark(self) -> int:
+        return 0
+
+    def ended(self, mark: int) -> bool:
+        return True  # a reader sees every committed row, and no writer commits a smaller id later
+
+    def oldest_unsynced(self, after: Key) -> dt.datetime | None:
+        row = Event.objects.filter(id__gt=after[1]).order_by("id").values_list("inserted_at", flat=True).first()
+        return row
+
+    def prune(self, stream: Stream, through: Key) -> None:
+        with connection.cursor() as cursor:
+            cursor.execute(f"DELETE FROM {stream.table} WHERE id <= %s", [through[1]])
+
+    @contextlib.contextmanager
+    def exclusive(self) -> Iterator[bool]:
+        """A lock on a file beside the database file, held for the block."""
+        path = Path(connection.settings_dict["NAME"]).with_name(f"{Path(connection.settings_dict['NAME']).name}.sync")
+        with path.open("a") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                yield False
+                return
+            yield True
+
+
+def _escaped(text: str) -> str:
+    """Text as a TabSeparated field."""
+    if "\\" in text or "\t" in text or "\n" in text or "\r" in text:
+        text = text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+    return text
+
+
+def _uuid(text: str) -> str:
+    """A uuid as SQLite holds it (32 hex digits), as ClickHouse writes one."""
+    text = text.replace("-", "")
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
+
+
+def _event_line(row) -> str:
+    row_id, uuid, project_id, event, distinct_id, properties, timestamp, inserted_at = row
+    return (
+        f"{row_id}\t{_uuid(uuid)}\t{project_id}\t{_escaped(event)}\t{_escaped(distinct_id)}\t{_escaped(properties)}\t"
+        f"{timestamp}\t{inserted_at}\n"
+    )
+
+
+def _change_line(row) -> str:
+    project_id, distinct_id, person_id, is_deleted, row_id = row
+    return f"{project_id}\t{_escaped(distinct_id)}\t{_uuid(person_id)}\t{int(is_deleted)}\t{row_id}\n"
+
+
+@functools.cache
+def _sources() -> dict:
+    return {"postgresql": PostgreSQL(), "sqlite": SQLite()}
+
+
+def source_for(vendor: str):
+    """The source object of a database vendor (`connection.vendor`)."""
+    try:
+        return _sources()[vendor]
+    except KeyError:
+        raise NotImplementedError(f"The events sync reads PostgreSQL or SQLite, not {vendor}.") from None
