@@ -33,7 +33,7 @@ from django.utils import timezone
 from rest_framework.exceptions import APIException
 
 from dashboards.core.models import Insight
-from pipelines.query.errors import QueryError, QueryThrottled
+from pipelines.query.errors import EventsUnavailable, QueryError, QueryThrottled
 from pipelines.query.kinds import parse_query
 from pipelines.query.limits import QueryLimits
 from pipelines.query.runner import cache_key, run_query
@@ -152,6 +152,12 @@ def insight_result(
             )
     except QueryError as error:
         return _shown(None, project, error=_reason(error))
+    except EventsUnavailable as error:
+        # The events' engine (ClickHouse) cannot be reached now: the API answers 503 with Retry-After; a public page
+        # still shows, this tile saying so (and nothing is remembered: the next viewer tries again).
+        if refresh == SHARED:
+            return _shown(None, project, error=str(error.detail))
+        raise
     except (QueryThrottled, APIException, *DATABASE_UNAVAILABLE):
         raise  # the request's own refusal (429) or a database that is down (503), not this query's fault
     except Exception:  # a fault of the query layer with this query: the page still shows, this tile says so

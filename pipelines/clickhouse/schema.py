@@ -13,7 +13,8 @@ The tables are what the query layer's ClickHouse dialect reads (`pipelines.query
   deduplication window below honours. A cluster spreads events over its shards by distinct id (`EVENT_SHARDING_KEY`).
 - `person_distinct_ids`: each change of a distinct id's person (`project_id, distinct_id, person_id`, `is_deleted`),
   with the change's `version`; a ReplacingMergeTree on that version keyed by `(project_id, distinct_id)`, the
-  reference's `person_distinct_id2`, read with the latest version of each id.
+  reference's `person_distinct_id2`, read with the latest version of each id: through the view
+  `person_distinct_ids_latest`, which the reads join events to.
 """
 
 from dataclasses import dataclass
@@ -121,9 +122,23 @@ def _person_distinct_ids(form: Form) -> list[str]:
     ]
 
 
+def _person_distinct_ids_latest(form: Form) -> list[str]:
+    """What the reads join events to: each distinct id's person as of its latest change, a deleted id left out, the
+    person's uuid as text (as the service's database gives it). A view, so a read never sees two versions of one id
+    whatever ClickHouse has merged yet."""
+    return [
+        f"CREATE VIEW IF NOT EXISTS person_distinct_ids_latest{form.on_cluster} AS\n"
+        "SELECT project_id, distinct_id, toString(argMax(person_id, version)) AS person_id\n"
+        "FROM person_distinct_ids\n"
+        "GROUP BY project_id, distinct_id\n"
+        "HAVING argMax(is_deleted, version) = 0"
+    ]
+
+
 MIGRATIONS = (
     Migration(1, "events", _events),
     Migration(2, "person_distinct_ids", _person_distinct_ids),
+    Migration(3, "person_distinct_ids_latest", _person_distinct_ids_latest),
 )
 
 

@@ -37,9 +37,10 @@ from sqlglot import exp
 from pipelines.events.models import Event, PersonDistinctId
 from pipelines.query.errors import ClickHouseError, QueryError
 from pipelines.query.limits import MAX_CELLS, Deadline
-from pipelines.query.sql import EVENTS, PERSON_IDS, column, number, string
+from pipelines.query.sql import EVENTS, PERSON_IDS, column, number, project_events, string
 
 T = TypeVar("T")
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 UUID_PARTS = ((1, 8), (9, 4), (13, 4), (17, 4), (21, 12))  # (first, length) of a uuid's groups of hex digits
 STREAM_CHUNK = 10_000  # rows fetched at a time by stream(): what a walk over sorted rows holds of them at once
 QUERY_CANCELED = "57014"  # PostgreSQL's SQLSTATE for a statement stopped by statement_timeout
@@ -139,6 +140,10 @@ class Dialect:
 
     # Running -------------------------------------------------------------------------------------------------------
 
+    def first_event(self, project_id: int) -> dt.datetime | None:
+        """When the project's first event happened (None before any): what `date_from: all` starts from."""
+        raise NotImplementedError
+
     def execute(self, tree: exp.Expression, *, max_bytes: int | None = None) -> list[tuple]:
         """Run a SELECT tree read-only within the time left to the deadline the dialect was built with (all the
         statements of one computation share it); its rows. QueryTimeout past the deadline; QueryError when the
@@ -199,6 +204,11 @@ class _Connected(Dialect):
                 "computation's, dialect_for(connection, deadline=Deadline.start())."
             )
         return self._deadline
+
+    def first_event(self, project_id: int) -> dt.datetime | None:
+        # Through the ORM, needing no deadline: one index lookup, as a query's shape is checked before it computes.
+        events = Event.objects.filter(project_id=project_id).order_by("timestamp")
+        return events.values_list("timestamp", flat=True).first()
 
     def execute(self, tree: exp.Expression, *, max_bytes: int | None = None) -> list[tuple]:
         sql = self.render(tree)
@@ -589,6 +599,13 @@ class ClickHouse(Dialect):
                 this="quantileExactInclusive", expressions=[node.this.this.copy()], params=[ordered.this.copy()]
             )
         return node
+
+    def first_event(self, project_id: int) -> dt.datetime | None:
+        table, mine = project_events(project_id)
+        micros = exp.Anonymous(this="toUnixTimestamp64Micro", expressions=[column("timestamp")])
+        first = exp.select(micros).from_(table).where(mine).order_by(column("timestamp")).limit(1)
+        rows = self.execute(first)
+        return EPOCH + dt.timedelta(microseconds=int(rows[0][0])) if rows else None
 
     def execute(self, tree: exp.Expression, *, max_bytes: int | None = None) -> list[tuple]:
         return self._run(tree, list, max_bytes=max_bytes)

@@ -40,7 +40,6 @@ from zoneinfo import ZoneInfo
 
 from sqlglot import exp
 
-from pipelines.events.models import Event
 from pipelines.query import arrays, dates
 from pipelines.query.dialects import Dialect
 from pipelines.query.errors import QueryError
@@ -65,9 +64,7 @@ def run(parsed: ParsedQuery, *, project, now: dt.datetime, dialect: Dialect) -> 
         interval="day",
         tz=tz,
         now=now,
-        earliest=lambda: (
-            Event.objects.filter(project=project).order_by("timestamp").values_list("timestamp", flat=True).first()
-        ),
+        earliest=lambda: dialect.first_event(project.pk),
         attr=lambda key: parsed.attr("dateRange", key),
     )
     plan = PLANS[dialect.sequences]

@@ -3,8 +3,10 @@
 Results are kept in the shared cache (Django's `default`, Redis when configured) under a key made of everything
 they depend on: the project, the query node as parsed (wrappers removed, defaults filled in, keys sorted), the
 project's time zone and the kind's version (raised when a kind's computation changes, so old results are not
-served). Every answer says when it was computed (`last_refresh`), whether it came from the cache (`is_cached`), when a
-client may ask for a fresh one (`next_allowed_client_refresh`) and in which `timezone` its times are.
+served), and the engine that computed them (pipelines.query.engines: the service's database, or ClickHouse with
+CLICKHOUSE_URL set; chosen here once per computation, and its dialect passed down). Every answer says when it was
+computed (`last_refresh`), whether it came from the cache (`is_cached`), when a client may ask for a fresh one
+(`next_allowed_client_refresh`) and in which `timezone` its times are.
 
 `refresh`:
 - `blocking` (default): the cached result while it is fresh (15 minutes for hour intervals, an hour otherwise),
@@ -19,11 +21,10 @@ import json
 from collections.abc import Callable
 
 from django.core.cache import cache
-from django.db import connection
 from django.utils import timezone
 
-from pipelines.events.models import Event
-from pipelines.query.dialects import Dialect, NoRows, dialect_for
+from pipelines.query.dialects import Dialect, NoRows
+from pipelines.query.engines import Engine, events_engine
 from pipelines.query.errors import QueryError
 from pipelines.query.kinds import KINDS, parse_query
 from pipelines.query.limits import QueryLimits, check_shape
@@ -48,12 +49,13 @@ def run_query(
     `before_compute` is called just before a computation (never for a cache hit): the API's throttle of
     computations. A computation runs within `limits` (pipelines.query.limits: the caller's concurrency and budget;
     without them, the project's concurrency only) and within the timeout, all its statements together: the
-    connection's dialect runs them with the deadline the computation starts with.
+    chosen engine's dialect runs them with the deadline the computation starts with.
     QueryError (a 400 naming the field) for a query that cannot run or whose result would be too large;
     QueryThrottled (429) for one refused for now.
     """
     parsed = parse_query(query)
-    key = cache_key(project, parsed)
+    engine = events_engine()
+    key = cache_key(project, parsed, engine=engine)
     now = timezone.now()
     cached = cache.get(key) if refresh != "force_blocking" else None
     if cached is not None and (refresh == "force_cache" or now - cached["computed_at"] < _fresh_for(parsed)):
@@ -67,13 +69,13 @@ def run_query(
             "cache_key": key,
             "timezone": project.time_zone,
         }
-    check_shape(parsed, project=project, now=now, earliest=lambda: _earliest(project))
+    check_shape(parsed, project=project, now=now, earliest=lambda: engine.dialect().first_event(project.pk))
     if before_compute is not None:
         before_compute()
     if limits is None:
         limits = QueryLimits(as_tile_error=True)
     with limits.computation(project) as deadline:
-        result = compute(parsed, project=project, now=now, dialect=dialect_for(connection, deadline=deadline))
+        result = compute(parsed, project=project, now=now, dialect=engine.dialect(deadline=deadline))
     response = {
         **result,
         "is_cached": False,
@@ -93,9 +95,10 @@ def validate_query(*, project, query: object, path: tuple[str, ...] = ("query",)
     them)."""
     parsed = parse_query(query, path)
     now = timezone.now()
+    dialect = events_engine().dialect()
     try:
-        check_shape(parsed, project=project, now=now, earliest=lambda: _earliest(project))
-        compute(parsed, project=project, now=now, dialect=NoRows(dialect_for(connection)))
+        check_shape(parsed, project=project, now=now, earliest=lambda: dialect.first_event(project.pk))
+        compute(parsed, project=project, now=now, dialect=NoRows(dialect))
     except QueryError as error:
         if error.attr == "query":  # a HogQL text's fault names the query itself: here, where `path` puts it
             error.attr = "__".join(path)
@@ -104,19 +107,18 @@ def validate_query(*, project, query: object, path: tuple[str, ...] = ("query",)
 
 def compute(parsed: ParsedQuery, *, project, now: dt.datetime, dialect: Dialect) -> dict:
     """The result of a parsed query over `project`'s events, computed by its kind with the statements built for and
-    run by `dialect`, within the deadline it was built with: the connection's (`dialect_for(connection, deadline=...)`)
-    or another engine's (pipelines.query.clickhouse)."""
+    run by `dialect`, within the deadline it was built with: the chosen engine's (pipelines.query.engines), or one a
+    caller builds itself (pipelines.query.clickhouse)."""
     return KINDS[parsed.node.kind].run(parsed, project=project, now=now, dialect=dialect)
 
 
-def _earliest(project):
-    return Event.objects.filter(project=project).order_by("timestamp").values_list("timestamp", flat=True).first()
-
-
-def cache_key(project, parsed: ParsedQuery) -> str:
+def cache_key(project, parsed: ParsedQuery, *, engine: Engine | None = None) -> str:
+    """The key of a result: the project, the parsed query, the project's time zone, the kind's version and the engine
+    that computes it (`events_engine()` unless given)."""
     node = parsed.node
     document = json.dumps(
         {
+            "engine": (engine or events_engine()).name,
             "project": project.pk,
             "query": node.model_dump(mode="json"),
             "timezone": project.time_zone,

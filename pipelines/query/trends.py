@@ -30,7 +30,6 @@ from zoneinfo import ZoneInfo
 
 from sqlglot import exp
 
-from pipelines.events.models import Event
 from pipelines.query import dates
 from pipelines.query.dialects import Dialect
 from pipelines.query.errors import QueryError
@@ -63,9 +62,7 @@ def run(parsed: ParsedQuery, *, project, now: dt.datetime, dialect: Dialect) -> 
         interval=query.interval,
         tz=tz,
         now=now,
-        earliest=lambda: (
-            Event.objects.filter(project=project).order_by("timestamp").values_list("timestamp", flat=True).first()
-        ),
+        earliest=lambda: dialect.first_event(project.pk),
         attr=lambda key: parsed.attr("dateRange", key),
     )
     display = query.trendsFilter.display if query.trendsFilter else None

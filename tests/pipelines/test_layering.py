@@ -1,8 +1,9 @@
 """The rooms of `pipelines/` import downward only (docs/architecture.md, "Inside pipelines").
 
-events ← query ← batch_exports; events ← clickhouse; plugins stands alone; the app's top level (apps, urls, models,
-admin, management commands, the demo) is wiring that may import any room, and no room imports the wiring or
-dashboards.
+events ← clickhouse ← query ← batch_exports (query reads events through the clickhouse room's client when
+CLICKHOUSE_URL is set; the clickhouse room knows nothing of query); plugins stands alone; the app's top level (apps,
+urls, models, admin, management commands, the demo) is wiring that may import any room, and no room imports the
+wiring or dashboards.
 """
 
 import ast
@@ -15,7 +16,7 @@ ROOMS = ("events", "query", "batch_exports", "plugins", "clickhouse")
 # What each room may import of pipelines, besides itself.
 ALLOWED = {
     "events": set(),
-    "query": {"events"},
+    "query": {"events", "clickhouse"},
     "batch_exports": {"events", "query"},
     "plugins": set(),
     "clickhouse": {"events"},

@@ -30,7 +30,7 @@ def columns(client, table: str) -> list[tuple[str, str]]:
 def test_migrating_twice_applies_each_migration_once(clickhouse_url):
     first = command()
     assert "CREATE TABLE IF NOT EXISTS events (" in first
-    assert first.strip().endswith("Applied 0001_events, 0002_person_distinct_ids.")
+    assert first.strip().endswith("Applied 0001_events, 0002_person_distinct_ids, 0003_person_distinct_ids_latest.")
 
     assert command().strip() == "ClickHouse is up to date."
 
@@ -38,6 +38,7 @@ def test_migrating_twice_applies_each_migration_once(clickhouse_url):
     assert rows(client, f"SELECT version, name FROM {TABLE} ORDER BY version") == [
         (1, "events"),
         (2, "person_distinct_ids"),
+        (3, "person_distinct_ids_latest"),
     ]
 
 
@@ -89,8 +90,8 @@ def test_a_migration_cut_short_is_applied_again(clickhouse_url):
 
     applied = migrate(client, Form())
 
-    assert [migration.version for migration in applied] == [1, 2]
-    assert rows(client, f"SELECT count() FROM {TABLE}") == [(2,)]
+    assert [migration.version for migration in applied] == [1, 2, 3]
+    assert rows(client, f"SELECT count() FROM {TABLE}") == [(3,)]
 
 
 def test_plan_prints_the_pending_statements_and_applies_nothing(clickhouse_url):
@@ -134,6 +135,11 @@ CLUSTER_PLAN = textwrap.dedent(
     ) ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/noshard/{database}/person_distinct_ids', \
 '{replica}-{shard}', version)
     ORDER BY (project_id, distinct_id);
+    CREATE VIEW IF NOT EXISTS person_distinct_ids_latest ON CLUSTER `analytics` AS
+    SELECT project_id, distinct_id, toString(argMax(person_id, version)) AS person_id
+    FROM person_distinct_ids
+    GROUP BY project_id, distinct_id
+    HAVING argMax(is_deleted, version) = 0;
     """
 )
 
@@ -154,3 +160,17 @@ def test_the_cluster_statements_parse_as_clickhouse(clickhouse_url):
 
 def test_a_cluster_name_is_quoted():
     assert Form("odd`name").on_cluster == " ON CLUSTER `odd\\`name`"
+
+
+def test_reads_see_each_distinct_ids_latest_person(clickhouse):
+    """`person_distinct_ids_latest`, what the reads join events to: the latest version of each id, a deleted one
+    gone, the person's uuid as text, however many versions ClickHouse has not merged yet."""
+    first, second = "00000000-0000-0000-0000-000000000001", "00000000-0000-0000-0000-000000000002"
+    clickhouse.command(
+        "INSERT INTO person_distinct_ids (project_id, distinct_id, person_id, is_deleted, version) VALUES "
+        f"(1, 'a', '{first}', 0, 1), (1, 'a', '{second}', 0, 2), (1, 'b', '{first}', 0, 3), (1, 'b', '{first}', 1, 4)"
+    )
+
+    latest = rows(clickhouse, "SELECT project_id, distinct_id, person_id FROM person_distinct_ids_latest")
+
+    assert latest == [(1, "a", second)]
