@@ -310,8 +310,22 @@ class UserAdmin(RecordedModelAdmin, BaseUserAdmin):
             return response
 
 
+class ReadOnlyAdminMixin:
+    """Admin pages of rows that only the service writes (the activity log, events and persons, the events sync's
+    position): shown, never added, changed or deleted by hand."""
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
 @admin.register(ActivityLog)
-class ActivityLogAdmin(admin.ModelAdmin):
+class ActivityLogAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     """The activity log, read-only: entries are written by the API and admin writes, never by hand."""
 
     # The organization's id (a UUID) is left to the search box and the entry's page: it would take a third of a row.
@@ -344,12 +358,3 @@ class ActivityLogAdmin(admin.ModelAdmin):
     @admin.display(description="detail")
     def detail_pretty(self, entry):
         return format_html("<pre>{}</pre>", json.dumps(entry.detail, indent=2, sort_keys=True, ensure_ascii=False))
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False

@@ -3,11 +3,11 @@ from django.db import DatabaseError
 
 from pipelines.clickhouse.models import SyncStream
 from pipelines.clickhouse.selectors import events_lag
-from workspace.admin import RecordedModelAdmin
+from workspace.admin import ReadOnlyAdminMixin, RecordedModelAdmin
 
 
 @admin.register(SyncStream)
-class SyncStreamAdmin(RecordedModelAdmin):
+class SyncStreamAdmin(ReadOnlyAdminMixin, RecordedModelAdmin):
     """Where the events sync stands, per stream: its position, the rows it copied, when its last batch landed, how long
     the oldest event not yet in ClickHouse has waited, and why its last attempt failed. Read here, never written: only
     the sync moves it."""
@@ -34,12 +34,3 @@ class SyncStreamAdmin(RecordedModelAdmin):
             return f"{events_lag().total_seconds():.1f} s"
         except DatabaseError:
             return "?"
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False

@@ -8,7 +8,7 @@ from django.utils.functional import cached_property
 from django.utils.html import format_html
 
 from pipelines.events.models import Event, Person, PersonDistinctId
-from workspace.admin import RecordedInlineMixin, RecordedModelAdmin, short
+from workspace.admin import ReadOnlyAdminMixin, RecordedInlineMixin, RecordedModelAdmin, short
 
 # Events: read-only, and never counted or grouped over the whole table (a project may hold millions of rows).
 
@@ -115,7 +115,7 @@ class CappedCountPaginator(Paginator):
         return self.object_list[: self.cap + 1].count()
 
 
-class ReadOnlyProjectRecordAdmin(RecordedModelAdmin):
+class ReadOnlyProjectRecordAdmin(ReadOnlyAdminMixin, RecordedModelAdmin):
     """A project's records that their events make and change (events, persons): read here, never written."""
 
     @admin.display(description="properties")
@@ -124,15 +124,6 @@ class ReadOnlyProjectRecordAdmin(RecordedModelAdmin):
 
     def activity_context(self, obj) -> dict:
         return {"organization_id": obj.project.organization_id, "project_id": obj.project_id}
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 @admin.register(Event)

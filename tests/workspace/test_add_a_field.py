@@ -48,7 +48,7 @@ import pytest
 from rest_framework.test import APIClient
 
 import dashboards
-from dashboards.models import Dashboard
+from dashboards.core.models import Dashboard
 from tests.dashboards.factories import DashboardFactory
 
 COPY = Path(__file__).resolve().parent.parent
