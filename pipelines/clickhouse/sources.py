@@ -5,7 +5,8 @@ PostgreSQL: rows in `(sync_xid, id)` order, `sync_xid` being the transaction tha
 A batch takes only rows whose transaction is older than every transaction of this database still running (its
 `HORIZON`): those have all committed or failed, so no row can appear later before the batch's last one, however
 capture requests interleave their commits. The rows come out of `COPY … TO STDOUT`, whose text format is
-ClickHouse's TabSeparated (the same escapes, `\\N` for NULL, times with their offset), so no row passes through Python.
+ClickHouse's TabSeparated (the same escapes, `\\N` for NULL, times with their offset): they go on as PostgreSQL wrote
+them, no value converted on the way.
 
 SQLite: writers take turns (one lock, taken when a transaction starts), so ids come in the order their rows commit;
 rows are read by id and written out as TabSeparated here.
@@ -86,17 +87,20 @@ class Batch:
     rows: int
     last: Key
 
+    def lines(self) -> list[bytes]:
+        """The rows' lines, without their newlines (a newline inside a value is escaped)."""
+        return self.data.split(b"\n")[:-1]
+
     def ids(self, stream: Stream) -> list[int]:
         """The rows' ids, in order (the events' first column, a change's last)."""
-        lines = self.data.splitlines()
         if stream is EVENTS:
-            return [int(line.split(b"\t", 1)[0]) for line in lines]
-        return [int(line.rsplit(b"\t", 1)[1]) for line in lines]
+            return [int(line.split(b"\t", 1)[0]) for line in self.lines()]
+        return [int(line.rsplit(b"\t", 1)[1]) for line in self.lines()]
 
     def only(self, stream: Stream, ids: set[int]) -> bytes:
         """The lines of the rows whose ids are in `ids`."""
-        lines = self.data.splitlines(keepends=True)
-        return b"".join(line for line, row_id in zip(lines, self.ids(stream), strict=True) if row_id in ids)
+        kept = [line for line, row_id in zip(self.lines(), self.ids(stream), strict=True) if row_id in ids]
+        return b"".join(line + b"\n" for line in kept)
 
 
 class PostgreSQL:

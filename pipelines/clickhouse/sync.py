@@ -152,11 +152,16 @@ def _step(client, source, stream: Stream, limit: int) -> tuple[int, bool]:
             _inserter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="clickhouse-insert")
         inserting = _inserter.submit(_insert, client, stream, batch.data, _token(stream, state))
         full = batch.rows >= limit
-        try:
-            following = source.read(stream, batch.last, limit=limit) if full else None
-        finally:
-            inserting.result()  # its error first: the batch stays in flight, to be settled
+        following = reading_error = None
+        if full:
+            try:
+                following = source.read(stream, batch.last, limit=limit)
+            except DatabaseError as error:  # after the insert's fate is known, and this batch recorded as landed
+                reading_error = error
+        inserting.result()  # an error here leaves the batch in flight, to be settled
         _finish(source, stream, state, batch.rows)
+        if reading_error is not None:
+            raise reading_error
         if following is not None:
             _ahead[stream.name] = (batch.last, following)
         return settled + batch.rows, full

@@ -304,3 +304,34 @@ def test_behind_a_pooler_in_transaction_mode_the_sync_refuses_saying_why(clickho
     settings.DATABASE_POOLER = "transaction"
     with pytest.raises(ImproperlyConfigured, match="session lock on PostgreSQL, which a pooler in transaction mode"):
         sync.sync_once()
+
+
+def test_the_query_layers_clickhouse_rendering_reads_the_synced_tables(clickhouse, project, other_project):
+    """The tables are named and shaped as the ClickHouse dialect reads them (`events`, `person_distinct_ids`): a
+    trend of events and of people, over the synced rows, is what the database computes. (No merge here: the dialect
+    joins person_distinct_ids as it is, and reading only each id's latest version is the reads' work.)"""
+    from pipelines.query import clickhouse as query_clickhouse
+    from pipelines.query.dialects import dialect_for
+    from pipelines.query.kinds import parse_query
+    from pipelines.query.runner import compute
+
+    start = dt.datetime(2026, 11, 2, 9, tzinfo=dt.UTC)
+    for owner in (project, other_project):
+        capture(owner, *pageviews(30, start=start))
+    sync.sync_all()
+    query = {
+        "kind": "TrendsQuery",
+        "series": [{"kind": "EventsNode", "event": "$pageview", "math": math} for math in ("total", "dau")],
+        "interval": "day",
+        "dateRange": {"date_from": "2026-11-01", "date_to": "2026-11-03"},
+    }
+    parsed = parse_query(query)
+    now = dt.datetime(2026, 11, 4, tzinfo=dt.UTC)
+
+    expected = compute(parsed, project=project, now=now, dialect=dialect_for(connection))
+    actual = query_clickhouse.run(
+        parsed, project=project, now=now, execute=lambda sql: clickhouse.query(sql).result_rows
+    )
+
+    assert actual == expected
+    assert [series["count"] for series in expected["results"]] == [30, 4]  # 4 people, on one day
