@@ -313,6 +313,7 @@ def test_the_query_layers_clickhouse_rendering_reads_the_synced_tables(clickhous
     from pipelines.query import clickhouse as query_clickhouse
     from pipelines.query.dialects import dialect_for
     from pipelines.query.kinds import parse_query
+    from pipelines.query.limits import Deadline
     from pipelines.query.runner import compute
 
     start = dt.datetime(2026, 11, 2, 9, tzinfo=dt.UTC)
@@ -328,7 +329,7 @@ def test_the_query_layers_clickhouse_rendering_reads_the_synced_tables(clickhous
     parsed = parse_query(query)
     now = dt.datetime(2026, 11, 4, tzinfo=dt.UTC)
 
-    expected = compute(parsed, project=project, now=now, dialect=dialect_for(connection))
+    expected = compute(parsed, project=project, now=now, dialect=dialect_for(connection, deadline=Deadline.start()))
     actual = query_clickhouse.run(
         parsed, project=project, now=now, execute=lambda sql: clickhouse.query(sql).result_rows
     )
