@@ -174,3 +174,20 @@ def test_reads_see_each_distinct_ids_latest_person(clickhouse):
     latest = rows(clickhouse, "SELECT project_id, distinct_id, person_id FROM person_distinct_ids_latest")
 
     assert latest == [(1, "a", second)]
+
+
+def test_the_events_table_drops_a_block_whose_token_it_has_seen(clickhouse):
+    """What the sync's exactly-once rests on, checked on chDB: the same insert with the same token lands once, and
+    another token lands again, whatever the rows (here spread over two months, so two parts a block)."""
+    lines = b"".join(
+        f"{index}\t{index:08x}-0000-4000-8000-000000000000\t1\te\td\t{{}}\t2026-{10 + index % 2}-02 00:00:00\t"
+        f"2026-11-02 00:00:00\n".encode()
+        for index in range(1, 7)
+    )
+    columns = ["id", "uuid", "project_id", "event", "distinct_id", "properties", "timestamp", "inserted_at"]
+    for token in ("events:0.0-0.6", "events:0.0-0.6", "events:0.0-0.6:again"):
+        clickhouse.raw_insert(
+            "events", columns, lines, fmt="TabSeparated", settings={"insert_deduplication_token": token}
+        )
+
+    assert rows(clickhouse, "SELECT count(), uniqExact(id) FROM events") == [(12, 6)]
