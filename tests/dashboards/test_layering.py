@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.pipelines.test_layering import imported_modules
+from tests.layering import room_violations
 
 DASHBOARDS = Path(__file__).resolve().parents[2] / "dashboards"
 ROOMS = ("core", "public")
@@ -19,18 +19,7 @@ ALLOWED = {"core": set(), "public": {"core"}}
 
 
 def violations(room: str, root: Path = DASHBOARDS) -> list[str]:
-    problems = []
-    for path in sorted((root / room).rglob("*.py")):
-        where = path.relative_to(root)
-        for line, module in imported_modules(path):
-            parts = module.split(".")
-            if parts[0] != "dashboards" or len(parts) < 2 or parts[1] == room:
-                continue
-            if parts[1] not in ROOMS:
-                problems.append(f"{where}:{line} imports the app's wiring ({module})")
-            elif parts[1] not in ALLOWED[room]:
-                problems.append(f"{where}:{line} imports {module}: {room} may not use {parts[1]}")
-    return problems
+    return room_violations(root, room, allowed=ALLOWED)
 
 
 @pytest.mark.parametrize("room", ROOMS)
@@ -42,8 +31,9 @@ def test_each_room_imports_downward_only(room):
 def test_the_rule_catches_an_upward_import(tmp_path):
     """The check itself: the core reaching into the public side, or either room into the wiring, is reported; the
     public side reading the core is not."""
+    tmp_path = tmp_path / "dashboards"  # the folder's name is the app's
     for room in ROOMS:
-        (tmp_path / room).mkdir()
+        (tmp_path / room).mkdir(parents=True)
         (tmp_path / room / "__init__.py").write_text("")
     (tmp_path / "core" / "bad.py").write_text(
         "from dashboards.public.embeds import Embed\nfrom dashboards import public\nimport dashboards.models\n"

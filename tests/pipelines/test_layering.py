@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.layering import room_violations
+
 PIPELINES = Path(__file__).resolve().parents[2] / "pipelines"
 ROOMS = ("events", "query", "batch_exports", "plugins", "clickhouse")
 # What each room may import of pipelines, besides itself.
@@ -23,34 +25,8 @@ ALLOWED = {
 }
 
 
-def imported_modules(path: Path) -> list[tuple[int, str]]:
-    tree = ast.parse(path.read_text(), filename=str(path))
-    found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found += [(node.lineno, alias.name) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            found.append((node.lineno, node.module))
-            if "." not in node.module:  # `from pipelines import events` names a room too
-                found += [(node.lineno, f"{node.module}.{alias.name}") for alias in node.names]
-    return found
-
-
 def violations(room: str, root: Path = PIPELINES) -> list[str]:
-    problems = []
-    for path in sorted((root / room).rglob("*.py")):
-        where = path.relative_to(root)
-        for line, module in imported_modules(path):
-            parts = module.split(".")
-            if parts[0] == "dashboards":
-                problems.append(f"{where}:{line} imports {module}: pipelines never imports dashboards")
-            if parts[0] != "pipelines" or len(parts) < 2 or parts[1] == room:
-                continue
-            if parts[1] not in ROOMS:
-                problems.append(f"{where}:{line} imports the app's wiring ({module})")
-            elif parts[1] not in ALLOWED[room]:
-                problems.append(f"{where}:{line} imports {module}: {room} may not use {parts[1]}")
-    return problems
+    return room_violations(root, room, allowed=ALLOWED, never=("dashboards",))
 
 
 @pytest.mark.parametrize("room", ROOMS)
@@ -62,8 +38,9 @@ def test_each_room_imports_downward_only(room):
 def test_the_rule_catches_an_upward_import(tmp_path):
     """The check itself: an import from events into batch exports or into the wiring, or from plugins into another
     room or dashboards, is reported; query reading events is not."""
+    tmp_path = tmp_path / "pipelines"  # the folder's name is the app's
     for room in ROOMS:
-        (tmp_path / room).mkdir()
+        (tmp_path / room).mkdir(parents=True)
         (tmp_path / room / "__init__.py").write_text("")
     (tmp_path / "events" / "bad.py").write_text(
         "from pipelines.batch_exports.models import BatchExport\nfrom pipelines.models import Event\n"
