@@ -126,3 +126,14 @@ def test_an_insight_saved_with_text_over_its_limit_is_a_400_naming_its_path(key_
 
     assert response.status_code == 400, response.content
     assert response.json()["attr"] == "query__source__series__0__custom_name"
+
+
+def test_rows_refused_as_they_are_read_leave_the_database_as_it_was(run, project, events, settings):
+    settings.QUERY_MAX_RESULT_BYTES = 1_000
+    query = hogql("SELECT properties, event FROM events LIMIT 100")
+
+    assert run(query, expect=400)["code"] == "result_too_large"
+
+    add_event(project, "2024-03-17T11:00:00Z", v="later")  # still writable
+    settings.QUERY_MAX_RESULT_BYTES = 100_000
+    assert len(run(query)["results"]) == VALUES + 1
