@@ -428,7 +428,12 @@ class SQLite(_Connected):
     def _rows(self, cursor, sql: str, timeout_ms: int, max_bytes: int | None) -> list[tuple]:
         with _sqlite_guard(cursor, self.deadline):
             cursor.execute(sql)
-            return cursor.fetchall() if max_bytes is None else _capped(iter(cursor), max_bytes)
+            if max_bytes is None:
+                return cursor.fetchall()
+            # Row by row through `fetchone`, not the cursor's iterator: leaving that early closes the cursor itself
+            # (a generator's `yield from` closes what it delegates to), and the guard's last PRAGMA then fails,
+            # leaving the connection read-only.
+            return _capped(iter(cursor.fetchone, None), max_bytes)
 
     def _consumed(self, cursor, sql: str, timeout_ms: int, consume: Callable):
         with _sqlite_guard(cursor, self.deadline):

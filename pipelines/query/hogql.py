@@ -37,6 +37,7 @@ from sqlglot.tokens import Tokenizer, TokenType
 from pipelines.query import dates
 from pipelines.query.dialects import Dialect
 from pipelines.query.errors import QueryError
+from pipelines.query.limits import ResultSize
 from pipelines.query.nodes import HogQLQuery, ParsedQuery
 from pipelines.query.sql import column, project_events, with_persons
 
@@ -81,15 +82,19 @@ def run(parsed: ParsedQuery, *, project, now: dt.datetime, dialect: Dialect) -> 
     except RecursionError:
         raise _too_deep() from None
     # Rows are read as they come and refused past QUERY_MAX_RESULT_BYTES, never held whole (a worker's memory stays
-    # bounded whatever the rows hold).
+    # bounded whatever the rows hold); their values as the answer shows them (quoted, dates as text) are counted
+    # again as each row is converted.
     rows = dialect.execute(translation.tree, max_bytes=int(settings.QUERY_MAX_RESULT_BYTES))
     limit = translation.limit
     tz = ZoneInfo(project.time_zone)
     converters = [_converter(type_, tz) for _, type_ in translation.columns]
+    size = ResultSize(advice="select fewer columns or rows (LIMIT)")
     return {
         "columns": [name for name, _ in translation.columns],
         "types": [[name, _type_name(type_, project.time_zone)] for name, type_ in translation.columns],
-        "results": [[convert(value) for convert, value in zip(converters, row, strict=True)] for row in rows[:limit]],
+        "results": [
+            size.add([convert(value) for convert, value in zip(converters, row, strict=True)]) for row in rows[:limit]
+        ],
         "hogql": translation.hogql,
         "limit": limit,
         "offset": translation.offset,
