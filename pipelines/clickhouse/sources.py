@@ -169,6 +169,17 @@ class PostgreSQL:
             row = cursor.fetchone()
         return row[0] if row else None
 
+    def waiting(self, after: Key, *, project_id: int, received_before: dt.datetime) -> bool:
+        """Whether an event of the project received before the moment is not yet copied: one read of the rows past
+        the position (few, while the sync keeps up) by the sync's index."""
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT 1 FROM {EVENTS.table} WHERE (sync_xid, id) > (%s::text::xid8, %s) AND project_id = %s "
+                "AND inserted_at < %s LIMIT 1",
+                [str(after[0]), after[1], project_id, received_before],
+            )
+            return cursor.fetchone() is not None
+
     def prune(self, stream: Stream, through: Key) -> None:
         """Delete the rows up to `through`: the changes of distinct ids once ClickHouse has them."""
         with connection.cursor() as cursor:
@@ -233,6 +244,10 @@ class SQLite:
     def oldest_unsynced(self, after: Key) -> dt.datetime | None:
         row = Event.objects.filter(id__gt=after[1]).order_by("id").values_list("inserted_at", flat=True).first()
         return row
+
+    def waiting(self, after: Key, *, project_id: int, received_before: dt.datetime) -> bool:
+        events = Event.objects.filter(id__gt=after[1], project_id=project_id, inserted_at__lt=received_before)
+        return events.exists()
 
     def prune(self, stream: Stream, through: Key) -> None:
         with connection.cursor() as cursor:
