@@ -69,15 +69,19 @@ fi
 if [ -n "${CLICKHOUSE_URL:-}" ]; then
     "$PY" manage.py clickhouse_migrate
     case "$CLICKHOUSE_URL" in
-        chdb:*) export EVENTS_SYNC_IN_SERVER=true ;;
+        chdb:*) export EVENTS_SYNC_IN_SERVER=true BATCH_EXPORT_WORKER_IN_SERVER=true ;;
         *)
             "$PY" manage.py sync_events &
             pids+=($!)
             ;;
     esac
 fi
-"$PY" manage.py batch_export_worker &
-pids+=($!)
+# The runs read the events where they are: with a chDB folder, which one process only may open, the web server runs
+# the batch-export worker in a thread of its own (BATCH_EXPORT_WORKER_IN_SERVER).
+if [ "${BATCH_EXPORT_WORKER_IN_SERVER:-}" != "true" ]; then
+    "$PY" manage.py batch_export_worker &
+    pids+=($!)
+fi
 # Every invite mail goes out from here, never from a request: within seconds of the invite.
 "$PY" manage.py send_pending_invites --every 5 &
 pids+=($!)

@@ -351,6 +351,9 @@ READINESS_CHECKS = {"clickhouse": "pipelines.clickhouse.health.readiness"}
 # Run the sync in a thread of the server process, started by its first request: what a chdb:// folder needs, since no
 # other process may open it (scripts/run.sh and scripts/serve.sh set it for such a URL).
 EVENTS_SYNC_IN_SERVER = env_bool("EVENTS_SYNC_IN_SERVER", False)
+# Run a batch-export worker in a thread of the server process, started by its first request: with a chdb:// URL the
+# runs read the events from a folder no other process may open (scripts/run.sh and scripts/serve.sh set it then).
+BATCH_EXPORT_WORKER_IN_SERVER = env_bool("BATCH_EXPORT_WORKER_IN_SERVER", False)
 # With CLICKHOUSE_URL set, the month partitions of events (PostgreSQL) that lie wholly this many days back and are
 # wholly in ClickHouse are dropped by the sync, so that this database stops growing with the events.
 EVENTS_DATABASE_RETENTION_DAYS = max(0, env_int("EVENTS_DATABASE_RETENTION_DAYS", 7))

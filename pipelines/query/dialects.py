@@ -605,6 +605,15 @@ class ClickHouse(Dialect):
             )
         return node
 
+    def plain_like(self, subject: exp.Expression, pattern: exp.Expression, *, ignore_case: bool) -> exp.Expression:
+        """ClickHouse's LIKE reads a backslash as an escape: each one in the pattern is doubled, so it stands for
+        itself, as on the other engines."""
+        if isinstance(pattern, exp.Literal):
+            pattern = string(pattern.this.replace("\\", "\\\\"))
+        else:
+            pattern = exp.Anonymous(this="replaceAll", expressions=[pattern, string("\\"), string("\\\\")])
+        return super().plain_like(subject, pattern, ignore_case=ignore_case)
+
     def first_event(self, project_id: int) -> dt.datetime | None:
         table, mine = project_events(project_id)
         micros = exp.Anonymous(this="toUnixTimestamp64Micro", expressions=[column("timestamp")])
