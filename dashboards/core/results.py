@@ -17,6 +17,11 @@ kept apart from the insight's own, which it never changes (DECISIONS.md §18).
 A public page computes with `refresh=SHARED` (`shared_result`): a result younger than `SHARED_PAGE_REFRESH_SECONDS`
 is shown as it is, and an older one is computed by one viewer while the others wait for it (a lock in the shared
 cache), so that a page costs at most one computation per tile and period however many people look.
+
+A public page's cache key stays the same for a whole period: its ranges are relative text wherever they can be
+(`-7d`, resolved by the query layer when it computes), and where they must be dates (an embed's viewer range cut by
+its locked one) they are resolved at the start of the current refresh period (`refresh_period_start`), never at the
+moment of the view.
 """
 
 import copy
@@ -164,6 +169,16 @@ def insight_result(
         logger.exception("Insight %s: its query could not be computed", insight.pk)
         return _shown(None, project, error="The query could not be computed.")
     return _shown(response, project)
+
+
+def refresh_period_start(now: dt.datetime | None = None) -> dt.datetime:
+    """The start of the refresh period holding `now` (periods of SHARED_PAGE_REFRESH_SECONDS from the Unix epoch,
+    in UTC): the "now" a public page resolves relative dates at, so that its queries, and their cache keys, stay
+    the same for a whole period."""
+    now = now or timezone.now()
+    period = max(settings.SHARED_PAGE_REFRESH_SECONDS, 1)
+    seconds = int(now.timestamp()) // period * period
+    return dt.datetime.fromtimestamp(seconds, tz=dt.UTC)
 
 
 def shared_result(*, project, query: object) -> dict:

@@ -28,7 +28,7 @@ from django.views.decorators.http import require_http_methods
 from dashboards.core.models import DashboardTile
 from dashboards.core.results import FILTERED_KINDS, RESULT_FIELDS, SHARED, WRAPPERS, DateOverride, InsightResults
 from dashboards.core.selectors import shown_tiles
-from dashboards.public.embeds import Embed, EmbedRefused, ViewerRange, embed_from_token, viewer_range, within_locked
+from dashboards.public.embeds import Embed, EmbedRefused, ViewerRange, embed_from_token, offered_ranges, viewer_range
 from dashboards.public.pages import json_response, page, page_context, page_response, refused_view
 from dashboards.public.ranges import VIEWER_RANGES, PageRange, RangeChoice, stated_range
 from pipelines.query import dates as query_dates
@@ -41,6 +41,7 @@ LONG_PERIODS = "This tile's periods start before the dates this page shows, so i
 DEFAULT_RETENTION_PERIODS = 11  # a retention's totalIntervals when its query leaves it out
 MAX_RETENTION_PERIODS = 30
 CLAMPED = "This page shows no more than the dates its link allows, so it shows the part of your range inside them."
+SNAPPED = "This page does not offer that date range, so it shows the nearest one it does."
 
 
 class EmbedResults(InsightResults):
@@ -160,19 +161,20 @@ def embed_range(embed: Embed, wanted: ViewerRange, override: DateOverride | None
     choices = ()
     if embed.viewer_date_range:
         chosen = wanted.requested if wanted.chosen else None
+        offered = offered_ranges(embed)
         choices = (
             RangeChoice(label="The page's own range", href="?", current=not wanted.chosen),
             *(
                 RangeChoice(label=label, href="?" + urlencode({"date_from": value}), current=value == chosen)
                 for value, label in VIEWER_RANGES
-                if within_locked(embed, value)
+                if value in offered
             ),
         )
     return stated_range(
         project=embed.project,
         filters=filters,
         override=override,
-        note=CLAMPED if wanted.clamped else "",
+        note=CLAMPED if wanted.clamped else SNAPPED if wanted.snapped else "",
         choices=choices,
         chosen=wanted.requested if wanted.chosen else None,
     )
