@@ -14,7 +14,6 @@ token is read; every refused token gets the same 404.
 """
 
 import datetime as dt
-import json
 from urllib.parse import urlencode
 from zoneinfo import ZoneInfo
 
@@ -142,8 +141,7 @@ def embedded_page(request, token: str):
     resource = embed.dashboard or embed.insight
     tiles = embed_tiles(embed)
     if as_json:
-        response = json_response(resource, tiles, results, shown)
-        add_embed_fields(response, embed)
+        response = json_response(resource, tiles, results, shown, first=embed_fields(embed))
         allow_origin(request, response, embed)
         return response
     context = page_context(request, resource, tiles, results, shown)
@@ -191,13 +189,11 @@ def embed_tiles(embed: Embed) -> list[DashboardTile]:
     return tiles
 
 
-def add_embed_fields(response, embed: Embed) -> None:
-    """The JSON of the page, with what the token grants: the resource, what it locks and until when."""
-    data = json.loads(response.content)
+def embed_fields(embed: Embed) -> dict:
+    """What the JSON of the page says first: what the token grants (the resource, what it locks and until when)."""
     resource = {"dashboard": embed.dashboard.pk} if embed.dashboard is not None else {"insight": embed.insight.pk}
     locked = {"properties": embed.properties, "date_from": embed.date_from, "date_to": embed.date_to}
-    embedded = {"resource": resource, "locked": locked, "expires_at": embed.expires_at.isoformat()}
-    response.content = json.dumps({**embedded, **data}).encode()
+    return {"resource": resource, "locked": locked, "expires_at": embed.expires_at.isoformat()}
 
 
 def allow_origin(request, response, embed: Embed) -> None:
