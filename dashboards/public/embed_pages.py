@@ -65,7 +65,8 @@ class EmbedResults(InsightResults):
         return super().of(insight)
 
     def refused(self, reason: str) -> dict:
-        return {**dict.fromkeys(RESULT_FIELDS), "is_cached": False, "error": reason, "timezone": self.project.time_zone}
+        shown = {**dict.fromkeys(RESULT_FIELDS), "is_cached": False, "error": reason, "resolved_date_range": None}
+        return {**shown, "timezone": self.project.time_zone, "stale": False, "computing": False}
 
     def query_of(self, insight):
         """The tile's effective query; a retention's periods kept to those that start inside the dates in force

@@ -255,12 +255,12 @@ def page_context(request, dashboard, tiles: Sequence[DashboardTile], results: In
             continue
         insight = tile.insight
         result = results.of(insight)
-        size = bounded_size(result["result"], budget)
+        size = bounded_size(result["result"], max(budget, 0)) if result["result"] is not None else 0
         if size is None:  # drawn, it would take the page past its bound: not drawn, and said
             result = too_large(result)
         else:
             budget -= size
-        computing = computing or result["computing"]
+        computing = computing or bool(result.get("computing"))
         try:
             drawn = chart(insight, result)
         except Exception:  # a result of a shape the chart does not expect: this tile says so, the page still shows

@@ -127,9 +127,13 @@ class TestThePage:
             insight__name="Every event",
             insight__query={"kind": "HogQLQuery", "query": "SELECT count() FROM events"},
         )
-        tiles = get(sign(secret, raw, dashboard_id=dashboard.pk), format="json").json()["tiles"]
+        token = sign(secret, raw, dashboard_id=dashboard.pk)
+        tiles = get(token, format="json").json()["tiles"]
         hogql = next(tile for tile in tiles if tile["insight"]["name"] == "Every event")
         assert hogql["insight"]["result"] is None and "cannot be limited" in hogql["insight"]["error"]
+        assert hogql["insight"]["computing"] is False and hogql["insight"]["stale"] is False
+        page = get(token)
+        assert page.status_code == 200 and "Every event" in page.content.decode() and "Refresh" not in page
 
     def test_an_allowed_origin_may_read_the_json(self, portal, dashboard):
         secret, raw = portal
