@@ -3,10 +3,12 @@ grants (dashboards.public.embeds), for whoever holds the link, no key; `?format=
 as JSON.
 
 Every tile computes its effective query (dashboards.core.results): the dashboard's filters, then the token's locked
-properties ANDed to its own and the locked dates (or a viewer's range inside them, where the token allows one) over
-its range, computed once per SHARED_PAGE_REFRESH_SECONDS for every viewer and cached under that query. A tile whose
-kind takes no properties (HogQL) shows no result on a page that locks anything, rather than more than the token
-grants. The page reads no query parameter but `format`, `date_from` and `date_to`, so no URL widens what it locks.
+properties ANDed to its own and the locked dates (or a viewer's range inside them, where the token allows one: one
+the page offers, any other snapped to the nearest) over its range, computed once per SHARED_PAGE_REFRESH_SECONDS for
+every viewer and cached under that query. A tile whose kind takes no properties (HogQL) shows no result on a page
+that locks anything, rather than more than the token grants. The page reads no query parameter but `format` and
+`date_from` (a `date_to` only makes it say that the range shown is not the one asked for), so no URL widens what it
+locks.
 
 Framing is what the secret allows: `Content-Security-Policy: frame-ancestors` names its allowed origins (none:
 `'none'`), in place of the default policy's. Views count against the shared pages' rate per address, before the
