@@ -303,6 +303,16 @@ CLICKHOUSE_MAX_MEMORY_BYTES = env_int("CLICKHOUSE_MAX_MEMORY_BYTES", 4_000_000_0
 # A shared page's tile is computed at most once per this many seconds per effective query, however many people look
 # (dashboards/results.py); meanwhile they all see the same result.
 SHARED_PAGE_REFRESH_SECONDS = env_int("SHARED_PAGE_REFRESH_SECONDS", 300)
+# How long a view of a public page waits for computations other requests run (all its tiles together) before it shows
+# the last result marked stale, or says the tile is being computed: anonymous viewers never hold the service's threads
+# for a computation's whole length. At most 10 seconds.
+SHARED_PAGE_WAIT_SECONDS = min(max(env_float("SHARED_PAGE_WAIT_SECONDS", 2.0), 0.0), 10.0)
+# How many threads of one process public pages' computations and waits may hold before views stop waiting (they then
+# show the last result, or that it is being computed, at once); keep it below the process's threads. 0: none waits.
+SHARED_PAGE_WAITING_VIEWS = max(env_int("SHARED_PAGE_WAITING_VIEWS", 2), 0)
+# The largest public page (a shared dashboard's HTML or JSON, an embed's): a tile whose result would take it past this
+# many bytes is left out, saying why, as it is written, so no worker ever holds a larger one.
+SHARED_PAGE_MAX_BYTES = max(env_int("SHARED_PAGE_MAX_BYTES", 5_000_000), 10_000)
 
 # Organization invites expire after this many days.
 INVITE_EXPIRY_DAYS = env_int("INVITE_EXPIRY_DAYS", 3)

@@ -3,10 +3,12 @@ grants (dashboards.public.embeds), for whoever holds the link, no key; `?format=
 as JSON.
 
 Every tile computes its effective query (dashboards.core.results): the dashboard's filters, then the token's locked
-properties ANDed to its own and the locked dates (or a viewer's range inside them, where the token allows one) over
-its range, computed once per SHARED_PAGE_REFRESH_SECONDS for every viewer and cached under that query. A tile whose
-kind takes no properties (HogQL) shows no result on a page that locks anything, rather than more than the token
-grants. The page reads no query parameter but `format`, `date_from` and `date_to`, so no URL widens what it locks.
+properties ANDed to its own and the locked dates (or a viewer's range inside them, where the token allows one: one
+the page offers, any other snapped to the nearest) over its range, computed once per SHARED_PAGE_REFRESH_SECONDS for
+every viewer and cached under that query. A tile whose kind takes no properties (HogQL) shows no result on a page
+that locks anything, rather than more than the token grants. The page reads no query parameter but `format` and
+`date_from` (a `date_to` only makes it say that the range shown is not the one asked for), so no URL widens what it
+locks.
 
 Framing is what the secret allows: `Content-Security-Policy: frame-ancestors` names its allowed origins (none:
 `'none'`), in place of the default policy's. Views count against the shared pages' rate per address, before the
@@ -14,7 +16,6 @@ token is read; every refused token gets the same 404.
 """
 
 import datetime as dt
-import json
 from urllib.parse import urlencode
 from zoneinfo import ZoneInfo
 
@@ -28,7 +29,7 @@ from django.views.decorators.http import require_http_methods
 from dashboards.core.models import DashboardTile
 from dashboards.core.results import FILTERED_KINDS, RESULT_FIELDS, SHARED, WRAPPERS, DateOverride, InsightResults
 from dashboards.core.selectors import shown_tiles
-from dashboards.public.embeds import Embed, EmbedRefused, ViewerRange, embed_from_token, viewer_range, within_locked
+from dashboards.public.embeds import Embed, EmbedRefused, ViewerRange, embed_from_token, offered_ranges, viewer_range
 from dashboards.public.pages import json_response, page, page_context, page_response, refused_view
 from dashboards.public.ranges import VIEWER_RANGES, PageRange, RangeChoice, stated_range
 from pipelines.query import dates as query_dates
@@ -41,6 +42,7 @@ LONG_PERIODS = "This tile's periods start before the dates this page shows, so i
 DEFAULT_RETENTION_PERIODS = 11  # a retention's totalIntervals when its query leaves it out
 MAX_RETENTION_PERIODS = 30
 CLAMPED = "This page shows no more than the dates its link allows, so it shows the part of your range inside them."
+SNAPPED = "This page does not offer that date range, so it shows the nearest one it does."
 
 
 class EmbedResults(InsightResults):
@@ -65,7 +67,8 @@ class EmbedResults(InsightResults):
         return super().of(insight)
 
     def refused(self, reason: str) -> dict:
-        return {**dict.fromkeys(RESULT_FIELDS), "is_cached": False, "error": reason, "timezone": self.project.time_zone}
+        shown = {**dict.fromkeys(RESULT_FIELDS), "is_cached": False, "error": reason, "resolved_date_range": None}
+        return {**shown, "timezone": self.project.time_zone, "stale": False, "computing": False}
 
     def query_of(self, insight):
         """The tile's effective query; a retention's periods kept to those that start inside the dates in force
@@ -141,8 +144,7 @@ def embedded_page(request, token: str):
     resource = embed.dashboard or embed.insight
     tiles = embed_tiles(embed)
     if as_json:
-        response = json_response(resource, tiles, results, shown)
-        add_embed_fields(response, embed)
+        response = json_response(resource, tiles, results, shown, first=embed_fields(embed))
         allow_origin(request, response, embed)
         return response
     context = page_context(request, resource, tiles, results, shown)
@@ -160,19 +162,20 @@ def embed_range(embed: Embed, wanted: ViewerRange, override: DateOverride | None
     choices = ()
     if embed.viewer_date_range:
         chosen = wanted.requested if wanted.chosen else None
+        offered = offered_ranges(embed)
         choices = (
             RangeChoice(label="The page's own range", href="?", current=not wanted.chosen),
             *(
                 RangeChoice(label=label, href="?" + urlencode({"date_from": value}), current=value == chosen)
                 for value, label in VIEWER_RANGES
-                if within_locked(embed, value)
+                if value in offered
             ),
         )
     return stated_range(
         project=embed.project,
         filters=filters,
         override=override,
-        note=CLAMPED if wanted.clamped else "",
+        note=CLAMPED if wanted.clamped else SNAPPED if wanted.snapped else "",
         choices=choices,
         chosen=wanted.requested if wanted.chosen else None,
     )
@@ -189,13 +192,11 @@ def embed_tiles(embed: Embed) -> list[DashboardTile]:
     return tiles
 
 
-def add_embed_fields(response, embed: Embed) -> None:
-    """The JSON of the page, with what the token grants: the resource, what it locks and until when."""
-    data = json.loads(response.content)
+def embed_fields(embed: Embed) -> dict:
+    """What the JSON of the page says first: what the token grants (the resource, what it locks and until when)."""
     resource = {"dashboard": embed.dashboard.pk} if embed.dashboard is not None else {"insight": embed.insight.pk}
     locked = {"properties": embed.properties, "date_from": embed.date_from, "date_to": embed.date_to}
-    embedded = {"resource": resource, "locked": locked, "expires_at": embed.expires_at.isoformat()}
-    response.content = json.dumps({**embedded, **data}).encode()
+    return {"resource": resource, "locked": locked, "expires_at": embed.expires_at.isoformat()}
 
 
 def allow_origin(request, response, embed: Embed) -> None:
