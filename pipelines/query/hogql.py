@@ -23,6 +23,7 @@ property compared with a number is compared as a number, and `sum`/`avg` of a pr
 
 import datetime as dt
 import json
+import math
 import uuid
 from dataclasses import dataclass
 from decimal import Decimal
@@ -62,6 +63,9 @@ ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)
 NUMERIC = {"Int64", "UInt64", "Float64"}
 TIMES = {"DateTime", "LocalDateTime", "Date"}
 INTERVAL_UNITS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400, "week": 7 * 86400}
+# Whole numbers are 64-bit, as in every engine (ClickHouse's Int64, PostgreSQL's bigint, SQLite's INTEGER). A longer
+# literal is refused by its length before it is read: Python refuses to read a text of more than 4,300 digits.
+MAX_WHOLE = 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -228,7 +232,7 @@ class Translator:
         value = clause.expression
         if not (isinstance(value, exp.Literal) and not value.is_string and value.this.isdigit()):
             raise QueryError(f"{name} takes a whole number.")
-        return int(value.this)
+        return whole_number(value.this)
 
     def _ordered(self, item: exp.Expression) -> exp.Expression:
         if not isinstance(item, exp.Ordered):
@@ -273,7 +277,12 @@ class Translator:
     def visit_literal(self, node: exp.Literal, *, aliases: bool) -> Typed:
         if node.is_string:
             return Typed(node.copy(), "String")
-        return Typed(node.copy(), "Int64" if node.this.lstrip("-").isdigit() else "Float64")
+        if node.this.lstrip("-").isdigit():
+            whole_number(node.this)
+            return Typed(node.copy(), "Int64")
+        if not math.isfinite(float(node.this)):
+            raise QueryError(f"{_abridged(node.this)} is beyond the range of numbers.")
+        return Typed(node.copy(), "Float64")
 
     def visit_null(self, node: exp.Null, *, aliases: bool) -> Typed:
         return Typed(exp.Null(), "Null")
@@ -425,8 +434,8 @@ class Translator:
         unit = (interval.unit.name if interval.unit else "").lower().rstrip("s")
         if not str(amount_text).isdigit() or unit not in (*INTERVAL_UNITS, "month", "year"):
             raise QueryError("INTERVAL takes a whole number and one of second, minute, hour, day, week, month, year.")
-        amount = int(amount_text) * (-1 if isinstance(node, exp.Sub) else 1)
         try:
+            amount = whole_number(amount_text) * (-1 if isinstance(node, exp.Sub) else 1)
             if unit in INTERVAL_UNITS:
                 moment = self.now + dt.timedelta(seconds=amount * INTERVAL_UNITS[unit])
             else:
@@ -436,8 +445,8 @@ class Translator:
             moment = dates.within_calendar(moment, "query")
         except (OverflowError, ValueError, QueryError):
             raise QueryError(
-                f"INTERVAL {amount_text} {unit.upper()} reaches beyond the calendar: the moment must fall between "
-                f"{dates.EARLIEST.year} and {dates.LATEST.year - 1}."
+                f"INTERVAL {_abridged(amount_text)} {unit.upper()} reaches beyond the calendar: the moment must fall "
+                f"between {dates.EARLIEST.year} and {dates.LATEST.year - 1}."
             ) from None
         return Typed(self.dialect.timestamp(moment), "DateTime")
 
@@ -486,6 +495,22 @@ class Translator:
             return Typed((exp.Sum if name == "sum" else exp.Avg)(this=argument.node), "Float64")
         kind = "String" if argument.type == "Property" else argument.type
         return Typed((exp.Min if name == "min" else exp.Max)(this=argument.node), kind)
+
+
+def whole_number(text: str) -> int:
+    """A whole-number literal's value; QueryError when it is beyond 64 bits (judged by its length first, so that a
+    text of thousands of digits is refused without being read)."""
+    digits = text.lstrip("-").lstrip("0")
+    if len(digits) > len(str(MAX_WHOLE)) or abs(value := int(text)) > MAX_WHOLE:
+        raise QueryError(
+            f"The number {_abridged(text)} is too large: whole numbers must lie between -{MAX_WHOLE} and {MAX_WHOLE}."
+        )
+    return value
+
+
+def _abridged(text: str) -> str:
+    """A number's text as an error message shows it: a long one by its first digits and its length."""
+    return text if len(text) <= 30 else f"{text[:20]}… ({len(text)} characters)"
 
 
 def _check_nesting(text: str) -> None:
@@ -574,8 +599,9 @@ def _moment(value, tz, *, local: bool = False) -> dt.datetime:
 
 
 def _plain(value):
-    if isinstance(value, Decimal):
-        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, Decimal):  # PostgreSQL's numeric: a whole one within 64 bits as an integer
+        whole = value.is_finite() and value == value.to_integral_value() and abs(value) <= MAX_WHOLE
+        return int(value) if whole else float(value)
     if isinstance(value, dt.datetime | dt.date):
         return value.isoformat()
     if isinstance(value, uuid.UUID):
