@@ -578,7 +578,7 @@ def _converter(type_: str, tz: ZoneInfo):
     if type_ == "UUID":
         return lambda value: None if value is None else str(uuid.UUID(str(value)))
     if type_ == "DateTime":
-        return lambda value: None if value is None else _moment(value, dt.UTC).astimezone(tz).isoformat()
+        return lambda value: None if value is None else _shown(_moment(value, dt.UTC), tz)
     if type_ == "LocalDateTime":
         return lambda value: None if value is None else _moment(value, tz, local=True).isoformat()
     if type_ == "Date":
@@ -588,6 +588,15 @@ def _converter(type_: str, tz: ZoneInfo):
     if type_ == "Bool":
         return lambda value: None if value is None else bool(value)
     return _plain
+
+
+def _shown(moment: dt.datetime, tz: ZoneInfo) -> str:
+    """A moment as shown in the project's time zone; in UTC when its local time falls outside Python's calendar (an
+    event stored at the very start of year 1 or end of year 9999, in a zone that moves it to year 0 or 10000)."""
+    try:
+        return moment.astimezone(tz).isoformat()
+    except OverflowError:
+        return moment.astimezone(dt.UTC).isoformat()
 
 
 def _moment(value, tz, *, local: bool = False) -> dt.datetime:
