@@ -500,12 +500,12 @@ class Translator:
 def whole_number(text: str) -> int:
     """A whole-number literal's value; QueryError when it is beyond 64 bits (judged by its length first, so that a
     text of thousands of digits is refused without being read)."""
-    digits = text.lstrip("-").lstrip("0")
-    if len(digits) > len(str(MAX_WHOLE)) or abs(value := int(text)) > MAX_WHOLE:
+    digits = text.lstrip("-").lstrip("0") or "0"  # Python counts leading zeros towards its limit too
+    if len(digits) > len(str(MAX_WHOLE)) or (value := int(digits)) > MAX_WHOLE:
         raise QueryError(
             f"The number {_abridged(text)} is too large: whole numbers must lie between -{MAX_WHOLE} and {MAX_WHOLE}."
         )
-    return value
+    return -value if text.startswith("-") else value
 
 
 def _abridged(text: str) -> str:

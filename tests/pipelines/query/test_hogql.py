@@ -230,8 +230,10 @@ def test_numbers_beyond_64_bits_are_refused_by_name(run, events, refused, text, 
 
 def test_the_largest_whole_numbers_are_read(run, events):
     body = run(hogql("SELECT 9223372036854775807, -9223372036854775807 FROM events LIMIT 1"))
+    padded = run(hogql(f"SELECT distinct_id FROM events ORDER BY timestamp LIMIT {'0' * 4400}2 OFFSET {'0' * 4400}1"))
 
     assert body["results"] == [[9223372036854775807, -9223372036854775807]]
+    assert (padded["limit"], padded["offset"], padded["results"]) == (2, 1, [["u2"], ["u1"]])
 
 
 def test_a_comparison_the_database_cannot_make_is_a_400(run, events, refused):
