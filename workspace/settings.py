@@ -319,6 +319,10 @@ INVITE_EXPIRY_DAYS = env_int("INVITE_EXPIRY_DAYS", 3)
 # An invite whose mail failed, or was cut short, is mailed again by `manage.py send_pending_invites` this many seconds
 # later, twice as long after each further attempt (an hour at most), until the invite expires.
 INVITE_EMAIL_RETRY_SECONDS = env_int("INVITE_EMAIL_RETRY_SECONDS", 60)
+# An attempt to mail an invite holds it for this many seconds (a lease): no other sender takes it meanwhile, so a mail
+# server that acknowledges late still gets it once, and the attempt is cut off before the lease ends. Keep it well
+# above EMAIL_TIMEOUT, which bounds each of the dozen steps of an attempt, not their sum.
+INVITE_EMAIL_LEASE_SECONDS = env_int("INVITE_EMAIL_LEASE_SECONDS", 120)
 
 # Domain verification: TXT records at "<prefix>.<domain>".
 DOMAIN_VERIFICATION_PREFIX = os.environ.get("DOMAIN_VERIFICATION_PREFIX", "_workspace-challenge")

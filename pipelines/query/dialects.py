@@ -35,6 +35,7 @@ from django.db import DatabaseError, DataError, OperationalError, ProgrammingErr
 from sqlglot import exp
 
 from pipelines.events.models import Event, PersonDistinctId
+from pipelines.query.dates import ALL_SINCE
 from pipelines.query.errors import ClickHouseError, QueryError
 from pipelines.query.limits import MAX_CELLS, Deadline
 from pipelines.query.sql import EVENTS, PERSON_IDS, column, number, project_events, string
@@ -141,7 +142,8 @@ class Dialect:
     # Running -------------------------------------------------------------------------------------------------------
 
     def first_event(self, project_id: int) -> dt.datetime | None:
-        """When the project's first event happened (None before any): what `date_from: all` starts from."""
+        """When the project's first event since `dates.ALL_SINCE` happened (None before any): what `date_from: all`
+        starts from."""
         raise NotImplementedError
 
     def execute(self, tree: exp.Expression, *, max_bytes: int | None = None) -> list[tuple]:
@@ -207,7 +209,7 @@ class _Connected(Dialect):
 
     def first_event(self, project_id: int) -> dt.datetime | None:
         # Through the ORM, needing no deadline: one index lookup, as a query's shape is checked before it computes.
-        events = Event.objects.filter(project_id=project_id).order_by("timestamp")
+        events = Event.objects.filter(project_id=project_id, timestamp__gte=ALL_SINCE).order_by("timestamp")
         return events.values_list("timestamp", flat=True).first()
 
     def execute(self, tree: exp.Expression, *, max_bytes: int | None = None) -> list[tuple]:
@@ -617,7 +619,8 @@ class ClickHouse(Dialect):
     def first_event(self, project_id: int) -> dt.datetime | None:
         table, mine = project_events(project_id)
         micros = exp.Anonymous(this="toUnixTimestamp64Micro", expressions=[column("timestamp")])
-        first = exp.select(micros).from_(table).where(mine).order_by(column("timestamp")).limit(1)
+        since = exp.GTE(this=column("timestamp"), expression=self.timestamp(ALL_SINCE))
+        first = exp.select(micros).from_(table).where(exp.and_(mine, since)).order_by(column("timestamp")).limit(1)
         rows = self.execute(first)
         return EPOCH + dt.timedelta(microseconds=int(rows[0][0])) if rows else None
 

@@ -33,7 +33,6 @@ stop a run on PostgreSQL or read differently on SQLite, an export's WHERE follow
 """
 
 import datetime as dt
-import math
 import uuid
 from dataclasses import dataclass
 
@@ -209,11 +208,6 @@ class _ExportTranslator(Translator):
             "Arithmetic, now() and INTERVAL are not allowed in a batch export's WHERE: compare columns and "
             "properties with values (a run must read the same events whenever it runs)."
         )
-
-    def visit_literal(self, node: exp.Literal, *, aliases: bool) -> Typed:
-        if not node.is_string and not math.isfinite(float(node.this)):
-            raise QueryError(f"{node.this[:50]} is beyond the range of numbers.")
-        return super().visit_literal(node, aliases=aliases)
 
     def visit_column(self, node: exp.Expression, *, aliases: bool) -> Typed:
         keys = self.path(node)
