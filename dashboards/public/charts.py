@@ -101,7 +101,8 @@ class Cell:
 @dataclass(frozen=True)
 class Chart:
     """What the template draws. `kind`: line, bar, funnel, number, table, retention (`grid`, a shaded table whose
-    first column names the cohort) or empty ("No data"). `folded`: how many series were summed into "Other"."""
+    first column names the cohort), empty ("No data") or withheld (a page that may not show this result: `reason`
+    says why). `folded`: how many series were summed into "Other"."""
 
     kind: str
     lines: list[Mark] = field(default_factory=list)
@@ -114,6 +115,7 @@ class Chart:
     table: Table | None = None
     grid: list[list[Cell]] = field(default_factory=list)
     folded: int = 0
+    reason: str = ""
     width: int = WIDTH
     height: int = HEIGHT
     plot_left: int = LEFT
