@@ -15,34 +15,27 @@ token is read; every refused token gets the same 404.
 """
 
 import dataclasses
-import datetime as dt
 import json
 from urllib.parse import urlencode
-from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.http import JsonResponse
-from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.clickjacking import xframe_options_exempt
 from django.views.decorators.http import require_http_methods
 
 from dashboards.core.models import DashboardTile
-from dashboards.core.results import FILTERED_KINDS, RESULT_FIELDS, SHARED, WRAPPERS, DateOverride, InsightResults
+from dashboards.core.results import FILTERED_KINDS, WRAPPERS, DateOverride
 from dashboards.core.selectors import shown_tiles
 from dashboards.public.charts import Chart
 from dashboards.public.embeds import Embed, EmbedRefused, ViewerRange, embed_from_token, viewer_range, within_locked
 from dashboards.public.pages import json_response, page, page_context, page_response, refused_view
 from dashboards.public.ranges import VIEWER_RANGES, PageRange, RangeChoice, stated_range
-from pipelines.query import dates as query_dates
-from pipelines.query.errors import QueryError
+from dashboards.public.results import PageResults
 
 NOT_FOUND_PAGE = "dashboards/embed_not_found.html"
 NOT_FOUND = {"type": "invalid_request", "code": "not_found", "detail": "Not found.", "attr": None}
 UNLOCKABLE = "A {kind} cannot be limited to {locked}, so this tile shows no number here."
-LONG_PERIODS = "This tile's periods start before the dates this page shows, so it is not shown here."
-DEFAULT_RETENTION_PERIODS = 11  # a retention's totalIntervals when its query leaves it out
-MAX_RETENTION_PERIODS = 30
 CLAMPED = "This page shows no more than the dates its link allows, so it shows the part of your range inside them."
 # How the page states a locked property's operator: `$browser = Chrome`, `price ≥ 10`, `email is set`.
 OPERATOR_WORDS = {
@@ -61,78 +54,24 @@ OPERATOR_WORDS = {
 }
 
 
-class EmbedResults(InsightResults):
+class EmbedResults(PageResults):
     """The results an embed shows: each tile's effective query with the token's locks, and no result for a tile
     whose query cannot be held to them."""
 
     def __init__(self, embed: Embed, override: DateOverride | None):
         super().__init__(
             project=embed.project,
-            refresh=SHARED,
             filters=embed.dashboard.filters if embed.dashboard is not None else None,
             extra_properties=embed.properties,
             dates=override,
         )
         self.locks = bool(embed.properties or override)
         self.locked = locked_text(embed.properties) or "the dates this page shows"
-        self.withheld: dict[int, str] = {}  # insight id → why the page shows no result of it
 
     def of(self, insight) -> dict:
         if self.locks and insight.query is not None and not lockable(insight.query):
             return self.refused(insight, UNLOCKABLE.format(kind=kind_text(insight.query), locked=self.locked))
-        if insight.query is not None and self.query_of(insight) is None:
-            return self.refused(insight, LONG_PERIODS)
         return super().of(insight)
-
-    def refused(self, insight, reason: str) -> dict:
-        self.withheld[insight.pk] = reason
-        return {**dict.fromkeys(RESULT_FIELDS), "is_cached": False, "error": reason, "timezone": self.project.time_zone}
-
-    def query_of(self, insight):
-        """The tile's effective query; a retention's periods kept to those that start inside the dates in force
-        (the query layer counts them back from the range's end, whatever its start), None when none does."""
-        query = super().query_of(insight)
-        if self.dates is None or not self.dates.date_from:
-            return query
-        source = query
-        while isinstance(source, dict) and source.get("kind") in WRAPPERS:
-            source = source.get("source")
-        if not isinstance(source, dict) or source.get("kind") != "RetentionQuery":
-            return query
-        periods = retention_periods_within(source, self.dates, self.project)
-        if periods is None:
-            return query  # a range the query layer will refuse, naming it
-        if periods == 0:
-            return None
-        retention = source.setdefault("retentionFilter", {})
-        if isinstance(retention, dict):
-            total = retention.get("totalIntervals")
-            total = total if isinstance(total, int) and not isinstance(total, bool) else DEFAULT_RETENTION_PERIODS
-            retention["totalIntervals"] = min(total, periods)
-        return query
-
-
-def retention_periods_within(source: dict, dates: DateOverride, project) -> int | None:
-    """How many of a retention's periods (`Day`, `Week` from Sunday, `Month`), counted back from the one that holds
-    the range's end, start no earlier than the range's start; None when the dates name no range."""
-    retention = source.get("retentionFilter") if isinstance(source.get("retentionFilter"), dict) else {}
-    unit = {"Day": "day", "Week": "week", "Month": "month"}.get(retention.get("period") or "Day", "day")
-    tz = ZoneInfo(project.time_zone)
-    try:
-        resolved = query_dates.resolve(dates.date_from, dates.date_to, tz=tz, now=timezone.now())
-    except QueryError:
-        return None
-    start = resolved.start.astimezone(tz)
-    period = query_dates.start_of(unit, (resolved.end - dt.timedelta(microseconds=1)).astimezone(tz))
-    count = 0
-    while period >= start and count < MAX_RETENTION_PERIODS:
-        count += 1
-        day = period.date()
-        day = (
-            query_dates.add_months(day, -1) if unit == "month" else day - dt.timedelta(days=7 if unit == "week" else 1)
-        )
-        period = query_dates.local_midnight(day, tz)
-    return count
 
 
 def lockable(query) -> bool:
@@ -217,7 +156,7 @@ def embedded_page(request, token: str):
     return response
 
 
-def withheld(shown, results: EmbedResults):
+def withheld(shown, results: PageResults):
     """A tile the page shows no result of, drawn as the reason why (and no "computed" line: nothing was)."""
     reason = results.withheld.get(shown.tile.insight_id) if shown.tile.insight_id else None
     if reason is None:

@@ -125,3 +125,49 @@ def test_the_json_of_the_page_has_the_picked_range_and_every_result(project, vie
     assert body["date_range"]["date_from"] == "-30d" and "30 days" in body["date_range"]["note"]
     [tile] = body["tiles"]
     assert tile["insight"]["name"] == "Views" and tile["insight"]["result"][0]["aggregated_value"] == 31
+
+
+class TestRetentionKeepsToTheRangeShown:
+    """Issue 51: a retention counts its periods back from the range's end whatever the range's start, so under "Last 7
+    days" a weekly retention of 8 periods showed eight weeks, the older ones empty. The page computes only the periods
+    that start inside the range it shows: the dashboard's, or the one a viewer picked."""
+
+    WEEKLY = {
+        "kind": "InsightVizNode",
+        "source": {"kind": "RetentionQuery", "retentionFilter": {"period": "Week", "totalIntervals": 8}},
+    }
+    DAILY = {
+        "kind": "InsightVizNode",
+        "source": {"kind": "RetentionQuery", "retentionFilter": {"period": "Day", "totalIntervals": 8}},
+    }
+
+    @pytest.fixture(autouse=True)
+    def now(self, monkeypatch):
+        monkeypatch.setattr("dashboards.public.results.timezone", SimpleNamespace(now=lambda: NOW))
+
+    def page(self, project, query, *, filters, **params) -> dict:
+        dashboard = DashboardFactory(project=project, filters=filters)
+        DashboardTileFactory(dashboard=dashboard, insight__query=query, insight__name="Retention")
+        token = SharingConfigurationFactory(
+            dashboard=dashboard, enabled=True, allow_viewer_date_range=True
+        ).access_token
+        html = get(token, **params)
+        [tile] = Client().get(f"/shared/{token}", {**params, "format": "json"}).json()["tiles"]
+        return {"html": html, "cohorts": [cohort["date"][:10] for cohort in tile["insight"]["result"] or []]}
+
+    def test_the_dashboards_range_keeps_the_cohorts_inside_it(self, project, views):
+        # NOW is Monday 18 March 2024: the last 30 days start on Saturday 17 February, so the weeks from Sunday
+        # 18 February on.
+        shown = self.page(project, self.WEEKLY, filters={"date_from": "-30d"})
+
+        assert shown["cohorts"] == ["2024-02-18", "2024-02-25", "2024-03-03", "2024-03-10", "2024-03-17"]
+        rows = re.findall(r'<tr><th scope="row">([\d-]+)</th>', shown["html"])
+        assert rows == shown["cohorts"]
+
+    def test_a_viewers_range_keeps_the_cohorts_inside_it(self, project, views):
+        every = self.page(project, self.DAILY, filters={})
+        picked = self.page(project, self.DAILY, filters={}, date_from="-3d")
+
+        assert every["cohorts"] == [f"2024-03-{day}" for day in range(11, 19)]  # the tile's own 8: no range over it
+        assert picked["cohorts"] == ["2024-03-15", "2024-03-16", "2024-03-17", "2024-03-18"]
+        assert range_line(picked["html"]).startswith("Last 3 days · 15 Mar – 18 Mar 2024")
