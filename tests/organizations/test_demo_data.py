@@ -102,7 +102,7 @@ def test_make_run_passes_its_address_as_site_url():
     assert line.startswith("SITE_URL=http://0.0.0.0:8010 HOST=0.0.0.0 PORT=8010 "), line
     script = (root / "scripts" / "run.sh").read_text()
     assert "export SITE_URL=${SITE_URL:-http://$HOST:$PORT}" in script
-    assert '"$PY" manage.py seed_demo' in script and '"$PY" manage.py runserver "$HOST:$PORT"' in script
+    assert '"$PY" manage.py seed_demo' in script and '"$PY" manage.py runserver --skip-checks "$HOST:$PORT"' in script
 
 
 def test_demo_data_can_be_added_twice_to_one_organization(alice, organization, project):
