@@ -102,18 +102,27 @@ step=$(now)
 "$PY" manage.py runserver --skip-checks "$HOST:$PORT" &
 web=$!
 pids+=("$web")
-# The web server answers once it accepts a connection (its autoreloader's child listens when it is ready).
+# answers: whether the web server answers a request (GET /healthz, which touches nothing but loads the URLs, as any
+# first request does), by bash's own /dev/tcp: no client needed.
 address=$HOST
 case "$address" in 0.0.0.0 | "::" | "[::]") address=127.0.0.1 ;; esac
 address=${address#[}
 address=${address%]}
-until (exec 3<>"/dev/tcp/$address/$PORT") 2>/dev/null; do
+answers() {
+    local status=""
+    exec 3<>"/dev/tcp/$address/$PORT" || return 1
+    printf 'GET /healthz HTTP/1.0\r\nHost: %s\r\n\r\n' "$address" >&3
+    IFS= read -r -t 120 status <&3 || true
+    exec 3<&- 3>&-
+    [[ "$status" == HTTP/* ]]
+}
+until answers 2>/dev/null; do
     if ! kill -0 "$web" 2>/dev/null; then
         exit 1
     fi
     sleep 0.1
 done
-took "the web server's start" "$step"
+took "the web server's start, to its first answer" "$step"
 took "everything until the first answer" "$STARTED"
 
 case "${CLICKHOUSE_URL:-}" in
