@@ -14,8 +14,8 @@
 #
 # What comes first is the web server's first answer: the database is migrated while Temporal starts (migrating needs
 # no Temporal; the demo data, whose batch export gets a schedule, waits for it), system checks run once (in migrate),
-# and the worker, the invite sender and the events sync start once the web server answers, so that their start-up
-# takes no CPU from it. Each step says how long it took ("step: migrate took 4.2 s"), and the last one how long since
+# the web server's autoreloader imports nothing (`serve`), and the worker, the invite sender and the events sync
+# start once the web server answers, so that their start-up takes no CPU from it. Each step says how long it took ("step: migrate took 4.2 s"), and the last one how long since
 # `make run` began (MAKE_RUN_STARTED, which the Makefile sets; else since this script began).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,7 +39,7 @@ export BATCH_EXPORT_ALLOW_PRIVATE_DESTINATIONS=${BATCH_EXPORT_ALLOW_PRIVATE_DEST
 
 pids=()
 # Commands started with & in a script ignore SIGINT, so Ctrl-C reaches them as a SIGTERM from here: each one's
-# children first (runserver's autoreloader serves from a child process), then the process itself.
+# children first (the web server runs in the child of a loop, `serve`), then the process itself.
 stop() {
     trap - INT TERM EXIT
     for pid in "${pids[@]}"; do
@@ -98,8 +98,19 @@ if [ -n "${CLICKHOUSE_URL:-}" ]; then
     case "$CLICKHOUSE_URL" in chdb:*) export EVENTS_SYNC_IN_SERVER=true ;; esac
 fi
 
+# runserver's autoreloader is a parent process that imports the whole service only to start a child that imports it
+# again and serves, and to start the child again when it exits with status 3 after a change to the code. This loop is
+# that parent without the import: the child is runserver with RUN_MAIN=true (Django's django.utils.autoreload).
+serve() {
+    local status=3
+    while [ "$status" = 3 ]; do
+        status=0
+        RUN_MAIN=true "$PY" manage.py runserver --skip-checks "$HOST:$PORT" || status=$?
+    done
+    return "$status"
+}
 step=$(now)
-"$PY" manage.py runserver --skip-checks "$HOST:$PORT" &
+serve &
 web=$!
 pids+=("$web")
 # answers: whether the web server answers a request (GET /healthz, which touches nothing but loads the URLs, as any
