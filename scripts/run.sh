@@ -12,11 +12,11 @@
 # seed_demo prints where to start: admin, the API docs, the demo dashboard's shared page, a signed embed of it for the
 # demo shop's Chrome visitors (with the `manage.py embed_url` command that made it) and the demo API key.
 #
-# What comes first is the web server's first answer: the database is migrated while Temporal starts (migrating needs
-# no Temporal; the demo data, whose batch export gets a schedule, waits for it), system checks run once (in migrate),
-# the web server's autoreloader imports nothing (`serve`), and the worker, the invite sender and the events sync
-# start once the web server answers, so that their start-up takes no CPU from it. Each step says how long it took ("step: migrate took 4.2 s"), and the last one how long since
-# `make run` began (MAKE_RUN_STARTED, which the Makefile sets; else since this script began).
+# What comes first is the web server's first answer: one process migrates and seeds (the service's start-up and its
+# system checks, once), the web server skips the checks just run on the same code and its autoreloader imports
+# nothing (`serve`), and the worker, the invite sender and the events sync start once it answers, so that their
+# start-up takes no CPU from it. Each step says how long it took ("step: migrate and seed_demo took 4.2 s"), and the
+# last one how long since `make run` began (MAKE_RUN_STARTED, which the Makefile sets; else since this script began).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export LC_NUMERIC=C
@@ -63,10 +63,6 @@ if [ -z "${TEMPORAL_ADDRESS:-}" ]; then
     export TEMPORAL_UI_URL=${TEMPORAL_UI_URL:-http://127.0.0.1:$TEMPORAL_UI_PORT}
 fi
 
-step=$(now)
-"$PY" manage.py migrate --noinput
-took "migrate" "$step"
-
 if [ -n "$temporal_started" ]; then
     for attempt in $(seq 1 150); do
         if "$temporal" operator cluster health --address "$TEMPORAL_ADDRESS" >/dev/null 2>&1; then
@@ -80,13 +76,14 @@ if [ -n "$temporal_started" ]; then
         fi
         sleep 0.2
     done
-    took "Temporal's development server (started beside migrate)" "$temporal_started"
+    took "Temporal's development server's start" "$temporal_started"
 fi
 
+# The demo data waits for Temporal: its batch export gets a schedule there. Migrating in the same process starts the
+# service (and runs its system checks) once instead of twice.
 step=$(now)
-# migrate has just run the system checks on this code
-"$PY" manage.py seed_demo --skip-checks
-took "seed_demo" "$step"
+"$PY" manage.py seed_demo --migrate
+took "migrate and seed_demo" "$step"
 
 # Events at scale (CLICKHOUSE_URL): the ClickHouse tables, then the events sync. A chDB folder opens in one process
 # only, so with a chdb:// URL the web server syncs in a thread of its own (EVENTS_SYNC_IN_SERVER); with a server's URL
