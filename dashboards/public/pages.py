@@ -41,9 +41,10 @@ from django.views.decorators.http import require_http_methods
 from rest_framework.exceptions import Throttled
 
 from dashboards.core.models import DashboardTile, SharingConfiguration, SharingPassword
-from dashboards.core.results import SHARED, InsightResults
+from dashboards.core.results import InsightResults
 from dashboards.public.charts import Chart, chart
 from dashboards.public.ranges import PageRange, days_text, page_range
+from dashboards.public.results import PageResults
 from dashboards.public.selectors import shared_dashboard_get
 from dashboards.public.services import sharing_password_matching
 from workspace.api.throttling import FailedAuthenticationThrottle, FixedWindowRateThrottle
@@ -119,7 +120,7 @@ def shared_dashboard(request, access_token: str):
         max_lookback_days=configuration.max_lookback_days,
         offer_choices=configuration.allow_viewer_date_range,
     )
-    results = InsightResults(project=dashboard.project, refresh=SHARED, filters=dashboard.filters, dates=shown.override)
+    results = PageResults(project=dashboard.project, filters=dashboard.filters, dates=shown.override)
     tiles = list(dashboard.tiles.all())
     if request.GET.get("format") == "json":
         return json_response(dashboard, tiles, results, shown)

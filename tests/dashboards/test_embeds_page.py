@@ -10,10 +10,16 @@ from django.test import Client
 from django.utils import timezone
 
 from dashboards.core.results import refresh_period_start
+from dashboards.public.embed_pages import locked_statement
 from dashboards.public.pages import SharedPageViewThrottle
 from dashboards.public.services import embed_secret_create, embed_secret_delete, embed_secret_rotate
 from pipelines.query import runner
-from tests.dashboards.factories import DashboardFactory, DashboardTileFactory, InsightFactory
+from tests.dashboards.factories import (
+    DashboardFactory,
+    DashboardTileFactory,
+    InsightFactory,
+    SharingConfigurationFactory,
+)
 from tests.pipelines.factories import EventFactory
 
 PAGEVIEWS = {
@@ -134,6 +140,39 @@ class TestThePage:
         assert hogql["insight"]["computing"] is False and hogql["insight"]["stale"] is False
         page = get(token)
         assert page.status_code == 200 and "Every event" in page.content.decode() and "Refresh" not in page
+
+    def test_a_hogql_tile_says_on_the_page_why_it_has_no_number(self, portal, project, dashboard):
+        """Issue 51: the tile read "No data", as if the customer had none."""
+        secret, raw = portal
+        DashboardTileFactory(
+            dashboard=dashboard,
+            insight__name="Every event",
+            insight__query={"kind": "HogQLQuery", "query": "SELECT count() FROM events"},
+        )
+        html = get(sign(secret, raw, dashboard_id=dashboard.pk)).content.decode()
+        tile = html.split("<h2>Every event</h2>", 1)[1].split("</li>", 1)[0]
+        assert "A HogQL query cannot be limited to $browser = Chrome, so this tile shows no number here." in tile
+        assert "No data" not in tile and "computed" not in tile
+        # A tile the lock holds keeps its chart and its line of when it was computed.
+        views = html.split("<h2>Page views</h2>", 1)[1].split("</li>", 1)[0]
+        assert "<svg" in views and "computed" in views and "cannot be limited" not in views
+
+    def test_the_page_states_the_properties_it_locks(self, portal, dashboard):
+        secret, raw = portal
+        locked = [*CHROME, {"key": "plan", "value": ["pro", "team"], "operator": "exact", "type": "event"}]
+        html = get(sign(secret, raw, dashboard_id=dashboard.pk, locked={"properties": locked})).content.decode()
+        header = html.split("<header>", 1)[1].split("</header>", 1)[0]
+        assert '<p class="locked">Only: $browser = Chrome and plan = pro or team</p>' in header
+
+    def test_a_page_that_locks_no_property_states_none(self, portal, dashboard):
+        secret, raw = portal
+        html = get(sign(secret, raw, dashboard_id=dashboard.pk, locked={"properties": []})).content.decode()
+        assert "Only:" not in html and 'class="locked"' not in html
+
+    def test_the_shared_page_states_no_lock(self, dashboard):
+        sharing = SharingConfigurationFactory(dashboard=dashboard, enabled=True)
+        html = Client().get(f"/shared/{sharing.access_token}").content.decode()
+        assert "Page views" in html and "Only:" not in html
 
     def test_an_allowed_origin_may_read_the_json(self, portal, dashboard):
         secret, raw = portal
@@ -366,3 +405,23 @@ def test_the_refresh_period_starts_on_a_multiple_of_the_period(settings):
     assert refresh_period_start(moment) == dt.datetime(2026, 11, 28, 21, 30, tzinfo=dt.UTC)
     following = dt.datetime(2026, 11, 28, 21, 35, tzinfo=dt.UTC)
     assert refresh_period_start(moment + dt.timedelta(microseconds=1)) == following
+
+
+@pytest.mark.parametrize(
+    ("properties", "stated"),
+    [
+        ([], ""),
+        (CHROME, "Only: $browser = Chrome"),
+        (
+            [
+                {"key": "$browser", "value": ["Chrome", "Safari"], "operator": "is_not"},
+                {"key": "price", "value": 10, "operator": "gte"},
+                {"key": "email", "operator": "is_set"},
+                {"key": "beta", "value": True},
+            ],
+            "Only: $browser ≠ Chrome and Safari and price ≥ 10 and email is set and beta = true",
+        ),
+    ],
+)
+def test_the_locked_properties_are_stated_as_people_read_them(properties, stated):
+    assert locked_statement(properties) == stated

@@ -193,3 +193,49 @@ def test_the_nearest_offered_range_is_the_one_whose_start_is_nearest_and_the_lon
     assert nearest("-17d", offered, tz=ZoneInfo("UTC"), now=now) == "mStart"  # 1 March, 17 days and 15 h before
     assert nearest("2020-01-01", offered, tz=ZoneInfo("UTC"), now=now) == "mStart"
     assert nearest("not a date", offered, tz=ZoneInfo("UTC"), now=now) == "-24h"
+
+
+class TestRetentionKeepsToTheRangeShown:
+    """Issue 51: a retention counts its periods back from the range's end whatever the range's start, so under "Last 7
+    days" a weekly retention of 8 periods showed eight weeks, the older ones empty. The page computes only the periods
+    that start inside the range it shows: the dashboard's, or the one a viewer picked."""
+
+    WEEKLY = {
+        "kind": "InsightVizNode",
+        "source": {"kind": "RetentionQuery", "retentionFilter": {"period": "Week", "totalIntervals": 8}},
+    }
+    DAILY = {
+        "kind": "InsightVizNode",
+        "source": {"kind": "RetentionQuery", "retentionFilter": {"period": "Day", "totalIntervals": 8}},
+    }
+
+    @pytest.fixture(autouse=True)
+    def now(self, monkeypatch):
+        monkeypatch.setattr("dashboards.public.results.timezone", SimpleNamespace(now=lambda: NOW))
+
+    def page(self, project, query, *, filters, **params) -> dict:
+        dashboard = DashboardFactory(project=project, filters=filters)
+        DashboardTileFactory(dashboard=dashboard, insight__query=query, insight__name="Retention")
+        token = SharingConfigurationFactory(
+            dashboard=dashboard, enabled=True, allow_viewer_date_range=True
+        ).access_token
+        html = get(token, **params)
+        [tile] = Client().get(f"/shared/{token}", {**params, "format": "json"}).json()["tiles"]
+        return {"html": html, "cohorts": [cohort["date"][:10] for cohort in tile["insight"]["result"] or []]}
+
+    def test_the_dashboards_range_keeps_the_cohorts_inside_it(self, project, views):
+        # NOW is Monday 18 March 2024: the last 30 days start on Saturday 17 February, so the weeks from Sunday
+        # 18 February on.
+        shown = self.page(project, self.WEEKLY, filters={"date_from": "-30d"})
+
+        assert shown["cohorts"] == ["2024-02-18", "2024-02-25", "2024-03-03", "2024-03-10", "2024-03-17"]
+        rows = re.findall(r'<tr><th scope="row">([\d-]+)</th>', shown["html"])
+        assert rows == shown["cohorts"]
+
+    def test_a_viewers_range_keeps_the_cohorts_inside_it(self, project, views):
+        every = self.page(project, self.DAILY, filters={})
+        picked = self.page(project, self.DAILY, filters={}, date_from="-48h")
+
+        assert every["cohorts"] == [f"2024-03-{day}" for day in range(11, 19)]  # the tile's own 8: no range over it
+        assert picked["cohorts"] == ["2024-03-16", "2024-03-17", "2024-03-18"]
+        assert range_line(picked["html"]).startswith("Last 48 hours · ")
