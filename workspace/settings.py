@@ -297,6 +297,9 @@ PROJECT_QUERY_CONCURRENCY = env_int("PROJECT_QUERY_CONCURRENCY", 6)
 API_QUERY_BUDGET_MS = env_int("API_QUERY_BUDGET_MS", 60_000)
 # The largest answer a query computes: a HogQL result past this many bytes is refused, not held.
 QUERY_MAX_RESULT_BYTES = env_int("QUERY_MAX_RESULT_BYTES", 20_000_000)
+# The results of one API response together (a dashboard's tiles, a page of insights with results): past it, the rest
+# are left out, each saying `result_too_large`.
+DASHBOARD_MAX_RESULT_BYTES = env_int("DASHBOARD_MAX_RESULT_BYTES", 50_000_000)
 # The memory one statement of the query layer may use on ClickHouse (its `max_memory_usage`); past it the API answers
 # 400 `memory_limit` naming this setting.
 CLICKHOUSE_MAX_MEMORY_BYTES = env_int("CLICKHOUSE_MAX_MEMORY_BYTES", 4_000_000_000)

@@ -45,7 +45,7 @@ from rest_framework.exceptions import APIException
 from dashboards.core.models import Insight
 from pipelines.query.errors import EventsUnavailable, QueryError, QueryThrottled
 from pipelines.query.kinds import parse_query
-from pipelines.query.limits import QueryLimits
+from pipelines.query.limits import QueryLimits, ResultSize
 from pipelines.query.runner import cache_key, run_query
 from workspace.api.exceptions import DATABASE_UNAVAILABLE
 
@@ -336,10 +336,19 @@ class InsightResults:
         self._shown: dict[int, dict] = {}
         # A public page waits for other requests' computations this long at most, all its tiles together.
         self.wait_until = wait_deadline() if refresh == SHARED else None
+        # The results of one response together (a dashboard's tiles, a page of insights), each counted as it is first
+        # shown: past DASHBOARD_MAX_RESULT_BYTES the rest say `result_too_large` instead (each one is within
+        # QUERY_MAX_RESULT_BYTES already). Shared with the dashboards' results `for_dashboard` makes.
+        self.budget = ResultSize(
+            settings.DASHBOARD_MAX_RESULT_BYTES,
+            advice="the response's other results leave no room for this one (DASHBOARD_MAX_RESULT_BYTES); read the "
+            "insight alone",
+        )
+        self._counted: set[int] = set()
 
     def for_dashboard(self, dashboard) -> "InsightResults":
-        """The results of `dashboard`'s tiles, its filters in force, in the same mode."""
-        return InsightResults(
+        """The results of `dashboard`'s tiles, its filters in force, in the same mode and within the same budget."""
+        results = InsightResults(
             project=self.project,
             refresh=self.refresh,
             before_compute=self.before_compute,
@@ -348,6 +357,8 @@ class InsightResults:
             dates=self.dates,
             limits=self.limits,
         )
+        results.budget = self.budget
+        return results
 
     def query_of(self, insight: Insight) -> object:
         """The query `insight` computes here: its own, or its tile's effective query."""
@@ -376,6 +387,17 @@ class InsightResults:
                 limits=self.limits,
                 wait_until=self.wait_until,
             )
+        if insight.pk not in self._counted:
+            self._counted.add(insight.pk)
+            if shown.get("result") is not None:
+                try:
+                    self.budget.add(shown["result"])
+                except QueryError as error:
+                    shown = self._shown[insight.pk] = {
+                        **shown,
+                        "result": None,
+                        "error": f"{error.code}: {error.detail}",
+                    }
         return shown
 
 
