@@ -33,7 +33,7 @@ from dashboards.core.results import refresh_period_start
 from dashboards.public.models import EmbedSecret
 from dashboards.public.ranges import VIEWER_RANGES, range_start
 from dashboards.public.services import embed_secret_value
-from pipelines.query.dates import resolve
+from pipelines.query.dates import ALL_SINCE, resolve
 from pipelines.query.errors import QueryError
 from pipelines.query.nodes import EventPropertyFilter
 from workspace.secrets import InvalidToken
@@ -50,8 +50,9 @@ MAX_TOKEN_LENGTH = 8192
 MAX_LOCKED_PROPERTIES = 20
 # Where a token lets its viewer pick a date range but locks no start, the viewer looks back at most this far.
 VIEWER_MAX_LOOKBACK_DAYS = 90
-# What `all` starts at when locked dates are checked (no project's events are older).
-EARLIEST_EVENT = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+# What `all` starts at when locked dates are checked: the earliest it ever starts (the query layer's `all` starts at the
+# project's first event since then).
+EARLIEST_EVENT = ALL_SINCE
 
 LockedDate = Annotated[str, Field(min_length=1, max_length=64)]
 

@@ -42,8 +42,9 @@ RELATIVE = re.compile(r"^-([1-9]\d{0,3})([hdwmy])$")
 
 
 UNIT_NAMES = {"h": "hour", "d": "day", "w": "week", "m": "month", "y": "year"}
-# Where `all` starts when ranges are compared (no project's events are older).
-EARLIEST_EVENT = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+# Where `all` starts when ranges are compared: the earliest it ever starts (the query layer's `all` starts at the
+# project's first event since then).
+EARLIEST_EVENT = dates.ALL_SINCE
 SNAPPED = "This page does not offer that date range, so it shows the nearest one it does: {name}."
 
 
