@@ -65,8 +65,10 @@ def matches(header: str, etag: str) -> bool:
 
 
 def none_match(header: str, etag: str) -> bool:
+    """Whether an If-None-Match header value names this tag, weak or strong, by the weak comparison (RFC 9110
+    §8.8.3.2): their opaque parts are equal."""
     tags = [tag.removeprefix("W/") for tag in _tags(header)]
-    return "*" in tags or etag in tags
+    return "*" in tags or etag.removeprefix("W/") in tags
 
 
 def check_if_match(request, etag: str) -> None:
@@ -74,3 +76,10 @@ def check_if_match(request, etag: str) -> None:
     header = request.headers.get("If-Match")
     if header is not None and not matches(header, etag):
         raise PreconditionFailed()
+
+
+def cache_directives(request) -> frozenset[str]:
+    """The directives' names of the request's `Cache-Control` (RFC 9111 §5.2.1), lower-cased, arguments left out:
+    `no-cache`, `only-if-cached`... An unknown directive is there too, for the view to ignore."""
+    header = request.headers.get("Cache-Control", "")
+    return frozenset(name for name in (part.split("=", 1)[0].strip().lower() for part in header.split(",")) if name)
