@@ -317,6 +317,26 @@ def cached_results(insights: Iterable[Insight], *, project, query_of: Callable[[
     return shown
 
 
+# What a result shown in a representation says of its cache state rather than of its numbers.
+RESULT_CACHE_STATE = frozenset({"last_refresh", "next_allowed_client_refresh", "is_cached"})
+
+
+def shown_results(representation: dict) -> list | None:
+    """The results a dashboard's representation shows in its tiles, each by its insight's id and without its cache
+    state: what the computed part of the dashboard's ETag is the digest of (`with_computed`). None when no tile
+    shows a result or an error."""
+    shown = [
+        [
+            tile["insight"].get("id"),
+            {name: tile["insight"].get(name) for name in RESULT_FIELDS if name not in RESULT_CACHE_STATE},
+        ]
+        for tile in representation.get("tiles") or []
+        if tile.get("insight")
+        and (tile["insight"].get("result") is not None or tile["insight"].get("error") is not None)
+    ]
+    return shown or None
+
+
 def without_results(representation: dict) -> dict:
     """An insight's or a dashboard's representation without its insights' results: what the activity log compares
     and an ETag is the digest of."""

@@ -24,7 +24,7 @@ from dashboards.core.permissions import (
     CanManageCollaborators,
     requested_dashboard_ids,
 )
-from dashboards.core.results import CACHE_ONLY, InsightResults, without_results
+from dashboards.core.results import CACHE_ONLY, InsightResults, shown_results, without_results
 from dashboards.core.selectors import dashboard_versions, state_after, template_document
 from dashboards.core.serializers import (
     DashboardBasicSerializer,
@@ -216,6 +216,13 @@ class DashboardViewSet(
     # A tile move locks its dashboard and then the target; two moves in opposite directions would each hold what the
     # other waits for.
     serialize_writes = frozenset({"move_tile"})
+
+    def etag_of(self, representation: dict) -> str:
+        """The dashboard's tag, and its tiles' results' (`with_computed`, as an insight's: a tile's new result changes
+        a read's tag, and `If-Match` compares the dashboard's part only)."""
+        etag = super().etag_of(representation)
+        shown = shown_results(representation)
+        return etag if shown is None else with_computed(etag, etag_for(shown))
 
     def get_queryset(self):
         # A soft-deleted dashboard is reachable only by PATCH or PUT, so that `{"deleted": false}` can restore it.

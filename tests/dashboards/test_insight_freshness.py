@@ -12,7 +12,7 @@ from django.test.utils import CaptureQueriesContext
 
 from pipelines.events.models import Event
 from pipelines.query import runner
-from tests.dashboards.factories import InsightFactory
+from tests.dashboards.factories import DashboardFactory, DashboardTileFactory, InsightFactory
 from tests.pipelines.query.conftest import NOW, add_event, trends
 
 PAGEVIEWS = trends(dateRange={"date_from": "-3d"})
@@ -41,7 +41,7 @@ def computations(monkeypatch):
 
 @pytest.fixture
 def client(key_client):
-    return key_client("insight:read", "insight:write")
+    return key_client("insight:read", "insight:write", "dashboard:read", "dashboard:write")
 
 
 @pytest.fixture
@@ -165,6 +165,31 @@ def test_if_match_compares_the_insights_part_of_the_tag(client, insight):
     assert renamed.status_code == 200 and "-" in renamed["ETag"]  # the write shows the cached result, and its tag
     assert late.status_code == 412
     assert plain.status_code == 412  # the object's part is that of before the first rename
+
+
+def test_a_dashboards_tag_changes_with_its_tiles_results(client, insight, project, alice, computations):
+    dashboard = DashboardFactory(project=project, created_by=alice)
+    DashboardTileFactory(dashboard=dashboard, insight=insight)
+    address = f"/api/projects/{project.pk}/dashboards/{dashboard.pk}/"
+    empty = client.get(address)
+    computed = client.get(address, {"refresh": "blocking"})
+    cached = client.get(address)
+    add_event(project, "2024-03-18T10:00:00Z")
+    recomputed = client.get(address, {"refresh": "force_blocking"})
+    computations.clear()
+
+    not_modified = client.get(address, HTTP_IF_NONE_MATCH=recomputed["ETag"])
+    older = client.get(address, HTTP_IF_NONE_MATCH=computed["ETag"])
+    renamed = client.patch(address, {"name": "Renamed"}, format="json", HTTP_IF_MATCH=computed["ETag"])
+
+    assert "-" not in empty["ETag"]  # no tile has a result yet: the dashboard's tag alone
+    assert computed["ETag"].startswith(empty["ETag"][:-1] + "-")
+    assert cached["ETag"] == computed["ETag"]  # the same results, read from the cache
+    assert recomputed["ETag"] != computed["ETag"]
+    assert recomputed["ETag"].split("-")[0] == computed["ETag"].split("-")[0]
+    assert not_modified.status_code == 304 and computations == []
+    assert older.status_code == 200
+    assert renamed.status_code == 200  # If-Match compares the dashboard's part only
 
 
 def test_insight_freshness_through_a_live_server(start_live_service, project, issue_key, alice):
