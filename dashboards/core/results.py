@@ -46,7 +46,7 @@ from dashboards.core.models import Insight
 from pipelines.query.errors import EventsUnavailable, QueryError, QueryThrottled
 from pipelines.query.kinds import parse_query
 from pipelines.query.limits import QueryLimits, ResultSize
-from pipelines.query.runner import cache_key, run_query
+from pipelines.query.runner import QueryResult, cache_key, query_result, run_query
 from workspace.api.exceptions import DATABASE_UNAVAILABLE
 
 logger = logging.getLogger(__name__)
@@ -153,32 +153,57 @@ def insight_result(
     RESULT_FIELDS, of `query` when given (a tile's effective query), else of the insight's own. A query that cannot
     run gives a null result and its reason in `error`; one another request is computing, a null result and
     `computing`."""
+    return insight_outcome(
+        insight,
+        project=project,
+        refresh=refresh,
+        before_compute=before_compute,
+        query=query,
+        limits=limits,
+        wait_until=wait_until,
+    )[0]
+
+
+def insight_outcome(
+    insight: Insight,
+    *,
+    project,
+    refresh: str,
+    before_compute: Callable[[], None] | None = None,
+    query: object = None,
+    limits: QueryLimits | None = None,
+    wait_until: float | None = None,
+) -> tuple[dict, QueryResult | None]:
+    """`insight_result` and the query layer's answer, which tells the result's freshness (pipelines.query.freshness):
+    None without a query, for a query that cannot run, and on a public page (`SHARED`), whose pages tell their own."""
     query = insight.query if query is None else query
     if query is None:
-        return _shown(None, project)
+        return _shown(None, project), None
+    outcome = None
     try:
         if refresh == SHARED:
             response = shared_result(project=project, query=query, wait_until=wait_until)
         else:
-            response = run_query(
+            outcome = query_result(
                 project=project, query=query, refresh=refresh, before_compute=before_compute, limits=limits
             )
+            response = outcome.response
     except QueryError as error:
-        return _shown(None, project, error=_reason(error))
+        return _shown(None, project, error=_reason(error)), None
     except StillComputing:
-        return {**_shown(None, project, error=COMPUTING), "computing": True}
+        return {**_shown(None, project, error=COMPUTING), "computing": True}, None
     except EventsUnavailable as error:
         # The events' engine (ClickHouse) cannot be reached now: the API answers 503 with Retry-After; a public page
         # still shows, this tile saying so (and nothing is remembered: the next viewer tries again).
         if refresh == SHARED:
-            return _shown(None, project, error=str(error.detail))
+            return _shown(None, project, error=str(error.detail)), None
         raise
     except (QueryThrottled, APIException, *DATABASE_UNAVAILABLE):
         raise  # the request's own refusal (429) or a database that is down (503), not this query's fault
     except Exception:  # a fault of the query layer with this query: the page still shows, this tile says so
         logger.exception("Insight %s: its query could not be computed", insight.pk)
-        return _shown(None, project, error="The query could not be computed.")
-    return _shown(response, project)
+        return _shown(None, project, error="The query could not be computed."), None
+    return _shown(response, project), outcome
 
 
 class StillComputing(Exception):
@@ -292,6 +317,26 @@ def cached_results(insights: Iterable[Insight], *, project, query_of: Callable[[
     return shown
 
 
+# What a result shown in a representation says of its cache state rather than of its numbers.
+RESULT_CACHE_STATE = frozenset({"last_refresh", "next_allowed_client_refresh", "is_cached"})
+
+
+def shown_results(representation: dict) -> list | None:
+    """The results a dashboard's representation shows in its tiles, each by its insight's id and without its cache
+    state: what the computed part of the dashboard's ETag is the digest of (`with_computed`). None when no tile
+    shows a result or an error."""
+    shown = [
+        [
+            tile["insight"].get("id"),
+            {name: tile["insight"].get(name) for name in RESULT_FIELDS if name not in RESULT_CACHE_STATE},
+        ]
+        for tile in representation.get("tiles") or []
+        if tile.get("insight")
+        and (tile["insight"].get("result") is not None or tile["insight"].get("error") is not None)
+    ]
+    return shown or None
+
+
 def without_results(representation: dict) -> dict:
     """An insight's or a dashboard's representation without its insights' results: what the activity log compares
     and an ETag is the digest of."""
@@ -334,6 +379,7 @@ class InsightResults:
         self.extra_properties = tuple(extra_properties)
         self.dates = dates
         self._shown: dict[int, dict] = {}
+        self._outcomes: dict[int, QueryResult | None] = {}
         # A public page waits for other requests' computations this long at most, all its tiles together.
         self.wait_until = wait_deadline() if refresh == SHARED else None
         # The results of one response together (a dashboard's tiles, a page of insights), each counted as it is first
@@ -378,7 +424,7 @@ class InsightResults:
     def of(self, insight: Insight) -> dict:
         shown = self._shown.get(insight.pk)
         if shown is None:
-            shown = self._shown[insight.pk] = insight_result(
+            shown, self._outcomes[insight.pk] = insight_outcome(
                 insight,
                 project=self.project,
                 refresh=self.refresh,
@@ -387,6 +433,7 @@ class InsightResults:
                 limits=self.limits,
                 wait_until=self.wait_until,
             )
+            self._shown[insight.pk] = shown
         if insight.pk not in self._counted:
             self._counted.add(insight.pk)
             if shown.get("result") is not None:
@@ -399,6 +446,11 @@ class InsightResults:
                         "error": f"{error.code}: {error.detail}",
                     }
         return shown
+
+    def outcome_of(self, insight_id: int) -> QueryResult | None:
+        """The query layer's answer behind the result `of()` gave for the insight, which tells its freshness
+        (pipelines.query.freshness); None when there was none, or when it was read with a page's (`preload`)."""
+        return self._outcomes.get(insight_id)
 
 
 def _shown(response: dict | None, project, *, error: str | None = None) -> dict:

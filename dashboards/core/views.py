@@ -24,7 +24,7 @@ from dashboards.core.permissions import (
     CanManageCollaborators,
     requested_dashboard_ids,
 )
-from dashboards.core.results import CACHE_ONLY, InsightResults, without_results
+from dashboards.core.results import CACHE_ONLY, InsightResults, shown_results, without_results
 from dashboards.core.selectors import dashboard_versions, state_after, template_document
 from dashboards.core.serializers import (
     DashboardBasicSerializer,
@@ -45,8 +45,13 @@ from dashboards.core.services import (
 from dashboards.core.tiles import dashboard_copy_tile, dashboard_move_tile, dashboard_reorder_tiles
 from organizations.tenancy import ProjectScopedViewSet
 from pipelines.query.errors import QueryError
+from pipelines.query.freshness import ABSENT
 from pipelines.query.limits import QueryLimits
 from pipelines.query.runner import REFRESH_MODES
+from pipelines.query.views import FRESHNESS_HEADERS, IF_NONE_MATCH, REQUEST_CACHE_CONTROL
+from workspace.api.conditional import cache_directives, etag_for, none_match, with_computed
+from workspace.api.exceptions import error_body
+from workspace.api.schema import ErrorSerializer
 from workspace.api.throttling import QueryRateThrottle
 from workspace.api.viewsets import CreateMixin, DestroyMixin, ListMixin, RetrieveMixin, UpdateMixin
 
@@ -97,7 +102,8 @@ REFRESH = OpenApiParameter(
 class InsightResultsMixin:
     """Views that show insights with their results (dashboards.core.results). A detail GET reads `?refresh=` (default:
     `default_refresh`); lists and writes show cached results only, and never compute. Results are not content: they
-    are left out of the activity log's comparisons and of the ETag."""
+    are left out of the activity log's comparisons and of the object's ETag (an insight's tag adds its result's, see
+    InsightViewSet.object_response)."""
 
     default_refresh = CACHE_ONLY
     # A computation refused by the caller's or the project's limits (pipelines.query.limits) is the response's 429; a
@@ -106,7 +112,8 @@ class InsightResultsMixin:
 
     def get_serializer_context(self):
         context = super().get_serializer_context()
-        context["insight_results"] = InsightResults(
+        # The last made is the one of the representation a response shows (see InsightViewSet.object_response).
+        context["insight_results"] = self.insight_results = InsightResults(
             project=self.project,
             refresh=self.refresh_mode(),
             before_compute=self.throttle_computation,
@@ -209,6 +216,13 @@ class DashboardViewSet(
     # A tile move locks its dashboard and then the target; two moves in opposite directions would each hold what the
     # other waits for.
     serialize_writes = frozenset({"move_tile"})
+
+    def etag_of(self, representation: dict) -> str:
+        """The dashboard's tag, and its tiles' results' (`with_computed`, as an insight's: a tile's new result changes
+        a read's tag, and `If-Match` compares the dashboard's part only)."""
+        etag = super().etag_of(representation)
+        shown = shown_results(representation)
+        return etag if shown is None else with_computed(etag, etag_for(shown))
 
     def get_queryset(self):
         # A soft-deleted dashboard is reachable only by PATCH or PUT, so that `{"deleted": false}` can restore it.
@@ -426,10 +440,18 @@ class DashboardCollaboratorViewSet(DashboardScopedMixin, ProjectScopedViewSet, L
     ),
     create=extend_schema(parameters=[PROJECT_ID]),
     retrieve=extend_schema(
-        parameters=[PROJECT_ID, REFRESH],
+        parameters=[PROJECT_ID, REFRESH, IF_NONE_MATCH, REQUEST_CACHE_CONTROL, *FRESHNESS_HEADERS],
         description="The insight with its result, computed when stale (`?refresh=blocking`, the default). A query "
-        "that cannot be computed gives `result: null` and an `error`. The ETag is that of the insight: a new result "
-        "does not change it.",
+        "that cannot be computed gives `result: null` and an `error`. The ETag is that of the insight and of its "
+        "result (a new result changes it; `If-Match` on a write compares the insight's part only); `Age`, "
+        "`Cache-Status` and `Cache-Control` tell the result's freshness.",
+        responses={
+            200: InsightSerializer,
+            304: OpenApiResponse(description="The insight and its result are still those `If-None-Match` names."),
+            504: OpenApiResponse(
+                ErrorSerializer, description="`Cache-Control: only-if-cached` and no result is cached."
+            ),
+        },
     ),
     update=extend_schema(parameters=[PROJECT_ID]),
     partial_update=extend_schema(parameters=[PROJECT_ID]),
@@ -450,6 +472,43 @@ class InsightViewSet(
     serialize_writes = True
     # The activity entry names who made the change; the modifier moving with it is not a change of its own.
     activity_ignored_fields = ProjectScopedViewSet.activity_ignored_fields | {"last_modified_by"}
+
+    def refresh_mode(self) -> str:
+        """`?refresh=` as for every read of insights, unless the request's `Cache-Control` says otherwise:
+        `only-if-cached` reads the cache only, `no-cache` computes now (DECISIONS.md §21)."""
+        mode = super().refresh_mode()
+        if self.action == "retrieve":
+            directives = cache_directives(self.request)
+            if "only-if-cached" in directives:
+                return CACHE_ONLY
+            if "no-cache" in directives:
+                return "force_blocking"
+        return mode
+
+    def object_response(self, instance=None, *, data=None, status_code: int = status.HTTP_200_OK) -> Response:
+        """The insight with a tag of it and of its result (`with_computed`: `If-Match` compares the insight's part);
+        a read also tells its result's freshness (pipelines.query.freshness). 304 for a read whose If-None-Match
+        names the tag (a result the cache may serve is not computed for it); 504 for a read that asks
+        `only-if-cached` of an insight with a query and no cached result."""
+        if data is None:
+            data = self.represent(instance)
+        etag = etag_for(self.etag_state(data))
+        outcome = self.insight_results.outcome_of(data["id"])
+        headers = {}
+        if outcome is not None and outcome.freshness.etag is not None:
+            etag = with_computed(etag, outcome.freshness.etag)
+        if self.request.method in ("GET", "HEAD") and outcome is not None:
+            headers = {name: value for name, value in outcome.headers().items() if name != "ETag"}
+            if outcome.freshness.state == ABSENT and "only-if-cached" in cache_directives(self.request):
+                body = error_body(
+                    "invalid_request", "not_cached", "No result of this insight is cached (only-if-cached)."
+                )
+                return Response(body, status=status.HTTP_504_GATEWAY_TIMEOUT, headers=headers)
+        headers["ETag"] = etag
+        header = self.request.headers.get("If-None-Match")
+        if self.request.method in ("GET", "HEAD") and header is not None and none_match(header, etag):
+            return Response(status=status.HTTP_304_NOT_MODIFIED, headers=headers)
+        return Response(data, status=status_code, headers=headers)
 
     def get_queryset(self):
         # A soft-deleted insight is reachable only by PATCH or PUT, so that `{"deleted": false}` can restore it.

@@ -10,22 +10,33 @@ that locks anything, rather than more than the token grants, and says why. The p
 title ("Only: $browser = Chrome"). It reads no query parameter but `format` and `date_from` (a `date_to` only makes it
 say that the range shown is not the one asked for), so no URL widens what it locks.
 
+The JSON tells its freshness in HTTP (DECISIONS.md §21; pipelines.query.freshness): a weak `ETag` of the page's
+numbers (the body without its tiles' cache state), `Age` and `Cache-Status` of its oldest result, `Cache-Control:
+private, max-age=` the seconds until that one is older than SHARED_PAGE_REFRESH_SECONDS. `If-None-Match` with the tag
+is a 304; while every tile's result is within its period nothing is computed for it. The request's `Cache-Control:
+only-if-cached` computes nothing and answers from the cache (any age), or 504 when a tile has no result there;
+`no-cache` changes nothing: the owner's period is the refresh throttle of public pages, whoever asks. While a tile is
+being computed, the page has no ETag and is not to be kept.
+
 Framing is what the secret allows: `Content-Security-Policy: frame-ancestors` names its allowed origins (none:
 `'none'`), in place of the default policy's. Views count against the shared pages' rate per address, before the
 token is read; every refused token gets the same 404.
 """
 
 import dataclasses
+import datetime as dt
+import json
 from urllib.parse import urlencode
 
 from django.conf import settings
-from django.http import JsonResponse
-from django.views.decorators.cache import never_cache
+from django.http import HttpResponseNotModified, JsonResponse
+from django.utils import timezone
+from django.utils.cache import add_never_cache_headers
 from django.views.decorators.clickjacking import xframe_options_exempt
 from django.views.decorators.http import require_http_methods
 
 from dashboards.core.models import DashboardTile
-from dashboards.core.results import FILTERED_KINDS, WRAPPERS, DateOverride
+from dashboards.core.results import CACHE_ONLY, FILTERED_KINDS, SHARED, WRAPPERS, DateOverride
 from dashboards.core.selectors import shown_tiles
 from dashboards.public.charts import Chart
 from dashboards.public.embeds import (
@@ -39,12 +50,22 @@ from dashboards.public.embeds import (
 from dashboards.public.pages import json_response, page, page_context, page_response, refused_view
 from dashboards.public.ranges import VIEWER_RANGES, PageRange, RangeChoice, stated_range
 from dashboards.public.results import PageResults
+from pipelines.query.freshness import HIT, MISS, STALE, Freshness, combined
+from workspace.api.conditional import cache_directives, etag_for, none_match
 
 NOT_FOUND_PAGE = "dashboards/embed_not_found.html"
 NOT_FOUND = {"type": "invalid_request", "code": "not_found", "detail": "Not found.", "attr": None}
 UNLOCKABLE = "A {kind} cannot be limited to {locked}, so this tile shows no number here."
 CLAMPED = "This page shows no more than the dates its link allows, so it shows the part of your range inside them."
 SNAPPED = "This page does not offer that date range, so it shows the nearest one it does."
+NOT_CACHED = {
+    "type": "invalid_request",
+    "code": "not_cached",
+    "detail": "Not every tile of this page has a cached result (only-if-cached).",
+    "attr": None,
+}
+# What a tile's result says of its cache state rather than of its numbers, and the page's own: left out of its ETag.
+TILE_CACHE_STATE = ("last_refresh", "next_allowed_client_refresh", "is_cached", "stale", "computing")
 # How the page states a locked property's operator: `$browser = Chrome`, `price ≥ 10`, `email is set`.
 OPERATOR_WORDS = {
     "exact": "=",
@@ -66,9 +87,10 @@ class EmbedResults(PageResults):
     """The results an embed shows: each tile's effective query with the token's locks, and no result for a tile
     whose query cannot be held to them."""
 
-    def __init__(self, embed: Embed, override: DateOverride | None):
+    def __init__(self, embed: Embed, override: DateOverride | None, *, refresh: str = SHARED):
         super().__init__(
             project=embed.project,
+            refresh=refresh,
             filters=embed.dashboard.filters if embed.dashboard is not None else None,
             extra_properties=embed.properties,
             dates=override,
@@ -131,10 +153,17 @@ def _value_text(value) -> str:
 
 
 @require_http_methods(["GET", "HEAD"])
-@never_cache
 @xframe_options_exempt  # the Content-Security-Policy's frame-ancestors decides who may frame it
 def embedded_page(request, token: str):
-    """The embed's tiles, as HTML or (`?format=json`) JSON; 404 for a token that grants nothing, 429 over the rate."""
+    """The embed's tiles, as HTML or (`?format=json`) JSON; 404 for a token that grants nothing, 429 over the rate.
+    Only the JSON's results may be kept (private, for their time to live): every other answer is never to be kept."""
+    response = embedded_response(request, token)
+    if not response.has_header("Cache-Status"):
+        add_never_cache_headers(response)
+    return response
+
+
+def embedded_response(request, token: str):
     as_json = request.GET.get("format") == "json"
     refusal = refused_view(request)
     if refusal is not None:
@@ -146,11 +175,26 @@ def embedded_page(request, token: str):
     wanted = viewer_range(embed, request.GET.get("date_from"), request.GET.get("date_to"))
     override = DateOverride(wanted.date_from, wanted.date_to) if wanted.date_from or wanted.date_to else None
     shown = embed_range(embed, wanted, override)
-    results = EmbedResults(embed, override)
+    only_if_cached = as_json and "only-if-cached" in cache_directives(request)
+    results = EmbedResults(embed, override, refresh=CACHE_ONLY if only_if_cached else SHARED)
     resource = embed.dashboard or embed.insight
     tiles = embed_tiles(embed)
     if as_json:
         response = json_response(resource, tiles, results, shown, first=embed_fields(embed))
+        body = json.loads(response.content)
+        if only_if_cached and any(not_cached(tile) for tile in body["tiles"]):
+            response = json_page_headers(NOT_CACHED, status=504)
+            response["Cache-Status"] = "workspace; detail=not-stored"
+            add_never_cache_headers(response)
+        else:
+            freshness = json_freshness(body)
+            if freshness is not None:
+                headers = freshness.headers(timezone.now())
+                header = request.headers.get("If-None-Match")
+                if "ETag" in headers and header is not None and none_match(header, headers["ETag"]):
+                    response = HttpResponseNotModified()
+                for name, value in headers.items():
+                    response[name] = value
         allow_origin(request, response, embed)
         return response
     context = page_context(request, resource, tiles, results, shown)
@@ -161,6 +205,39 @@ def embedded_page(request, token: str):
     response = page_response(request, context)
     response["Content-Security-Policy"] = framed_policy(embed)
     return response
+
+
+def json_freshness(body: dict) -> Freshness | None:
+    """The freshness of the JSON page `body`: its tiles' results together (pipelines.query.freshness.combined), fresh
+    for SHARED_PAGE_REFRESH_SECONDS each, with the ETag of the body without its cache state. None while a tile is
+    being computed: the page changes as soon as it is."""
+    if body.get("computing"):
+        return None
+    fresh_for = dt.timedelta(seconds=settings.SHARED_PAGE_REFRESH_SECONDS)
+    parts = []
+    for tile in body["tiles"]:
+        shown = tile.get("insight")
+        if not shown or shown.get("last_refresh") is None:
+            continue
+        state = STALE if shown.get("stale") else HIT if shown.get("is_cached") else MISS
+        computed_at = dt.datetime.fromisoformat(shown["last_refresh"])
+        parts.append(Freshness(state=state, etag=None, computed_at=computed_at, fresh_for=fresh_for))
+    numbers = {
+        **{name: value for name, value in body.items() if name not in ("tiles", "computing")},
+        "tiles": [
+            {**tile, "insight": {k: v for k, v in tile["insight"].items() if k not in TILE_CACHE_STATE}}
+            if tile.get("insight")
+            else tile
+            for tile in body["tiles"]
+        ],
+    }
+    return combined(parts, etag="W/" + etag_for(numbers), fresh_for=fresh_for)
+
+
+def not_cached(tile: dict) -> bool:
+    """Whether a tile of the JSON page is an insight that has no result because none is cached (not one refused)."""
+    shown = tile.get("insight")
+    return bool(shown) and shown.get("error") is None and shown.get("last_refresh") is None
 
 
 def withheld(shown, results: PageResults):

@@ -25,9 +25,11 @@ MAX_RETENTION_PERIODS = 30
 class PageResults(InsightResults):
     """The results of a public page's tiles. `withheld` says, by insight id, why the page shows no result of it."""
 
-    def __init__(self, *, project, filters: dict | None, dates: DateOverride | None, extra_properties=()):
+    def __init__(
+        self, *, project, filters: dict | None, dates: DateOverride | None, extra_properties=(), refresh: str = SHARED
+    ):
         super().__init__(
-            project=project, refresh=SHARED, filters=filters, extra_properties=extra_properties, dates=dates
+            project=project, refresh=refresh, filters=filters, extra_properties=extra_properties, dates=dates
         )
         self.withheld: dict[int, str] = {}
 

@@ -13,12 +13,17 @@ computed (`last_refresh`), whether it came from the cache (`is_cached`), when a 
   else computed now;
 - `force_blocking`: always computed now;
 - `force_cache`: never computed; the cached result whatever its age, or `results: null` when there is none.
+
+`query_result` says besides how fresh the result is (pipelines.query.freshness: its ETag, kept in the entry, its age,
+what the cache did), which the API tells in HTTP headers, and answers "not modified" without building anything when
+the caller already holds the result (`if_none_match`): a result served from the cache is never computed for that.
 """
 
 import datetime as dt
 import hashlib
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from django.core.cache import cache
 from django.utils import timezone
@@ -26,9 +31,11 @@ from django.utils import timezone
 from pipelines.query.dialects import Dialect, NoRows
 from pipelines.query.engines import Engine, events_engine
 from pipelines.query.errors import QueryError
+from pipelines.query.freshness import ABSENT, EXPIRED, HIT, MISS, REQUESTED, STALE, Freshness, result_etag
 from pipelines.query.kinds import KINDS, parse_query
 from pipelines.query.limits import QueryLimits, check_shape
 from pipelines.query.nodes import ParsedQuery
+from workspace.api.conditional import none_match
 
 REFRESH_MODES = ("blocking", "force_blocking", "force_cache")
 FRESH_FOR_HOUR_INTERVALS = dt.timedelta(minutes=15)
@@ -44,7 +51,39 @@ def run_query(
     before_compute: Callable[[], None] | None = None,
     limits: QueryLimits | None = None,
 ) -> dict:
-    """The result of `query` (request JSON) over `project`'s events, from the cache or computed as `refresh` says.
+    """The result of `query` (request JSON) over `project`'s events, from the cache or computed as `refresh` says
+    (`query_result`'s response)."""
+    return query_result(
+        project=project, query=query, refresh=refresh, before_compute=before_compute, limits=limits
+    ).response
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    """A result's response (None when `not_modified`), how fresh it is, and when it was answered (`at`)."""
+
+    response: dict | None
+    freshness: Freshness
+    at: dt.datetime
+    not_modified: bool = False
+
+    def headers(self) -> dict[str, str]:
+        """The HTTP headers that tell its freshness (pipelines.query.freshness)."""
+        return self.freshness.headers(self.at)
+
+
+def query_result(
+    *,
+    project,
+    query: object,
+    refresh: str = "blocking",
+    before_compute: Callable[[], None] | None = None,
+    limits: QueryLimits | None = None,
+    if_none_match: str | None = None,
+) -> QueryResult:
+    """The result of `query` (request JSON) over `project`'s events, from the cache or computed as `refresh` says,
+    with its freshness; `not_modified` (and no response) when `if_none_match` (an If-None-Match header's value) names
+    its ETag.
 
     `before_compute` is called just before a computation (never for a cache hit): the API's throttle of
     computations. A computation runs within `limits` (pipelines.query.limits: the caller's concurrency and budget;
@@ -57,11 +96,18 @@ def run_query(
     engine = events_engine()
     key = cache_key(project, parsed, engine=engine)
     now = timezone.now()
+    fresh_for = _fresh_for(parsed)
     cached = cache.get(key) if refresh != "force_blocking" else None
-    if cached is not None and (refresh == "force_cache" or now - cached["computed_at"] < _fresh_for(parsed)):
-        return {**cached["response"], "is_cached": True}
+    if cached is not None and (refresh == "force_cache" or now - cached["computed_at"] < fresh_for):
+        # Entries kept before ETags were have none: their digest is taken now.
+        etag = cached.get("etag") or result_etag(key, cached["response"])
+        state = HIT if now - cached["computed_at"] < fresh_for else STALE
+        freshness = Freshness(state=state, etag=etag, computed_at=cached["computed_at"], fresh_for=fresh_for)
+        if if_none_match is not None and none_match(if_none_match, etag):
+            return QueryResult(None, freshness, now, not_modified=True)
+        return QueryResult({**cached["response"], "is_cached": True}, freshness, now)
     if refresh == "force_cache":
-        return {
+        response = {
             "results": None,
             "is_cached": False,
             "last_refresh": None,
@@ -69,6 +115,7 @@ def run_query(
             "cache_key": key,
             "timezone": project.time_zone,
         }
+        return QueryResult(response, Freshness(state=ABSENT, etag=None, computed_at=None, fresh_for=fresh_for), now)
     check_shape(parsed, project=project, now=now, earliest=lambda: engine.dialect().first_event(project.pk))
     if before_compute is not None:
         before_compute()
@@ -80,12 +127,17 @@ def run_query(
         **result,
         "is_cached": False,
         "last_refresh": now.isoformat(),
-        "next_allowed_client_refresh": (now + _fresh_for(parsed)).isoformat(),
+        "next_allowed_client_refresh": (now + fresh_for).isoformat(),
         "cache_key": key,
         "timezone": project.time_zone,
     }
-    cache.set(key, {"computed_at": now, "response": response}, KEPT_FOR_SECONDS)
-    return response
+    etag = result_etag(key, response)
+    cache.set(key, {"computed_at": now, "response": response, "etag": etag}, KEPT_FOR_SECONDS)
+    state = REQUESTED if refresh == "force_blocking" else MISS if cached is None else EXPIRED
+    freshness = Freshness(state=state, etag=etag, computed_at=now, fresh_for=fresh_for)
+    if if_none_match is not None and none_match(if_none_match, etag):
+        return QueryResult(None, freshness, now, not_modified=True)
+    return QueryResult(response, freshness, now)
 
 
 def validate_query(*, project, query: object, path: tuple[str, ...] = ("query",)) -> None:

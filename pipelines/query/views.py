@@ -2,6 +2,7 @@ from django.http import Http404
 from django_filters.utils import translate_validation
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import status
 from rest_framework.response import Response
 
 from organizations.tenancy import ProjectScopedViewSet
@@ -11,16 +12,51 @@ from pipelines.events.serializers import EventSerializer
 from pipelines.events.views import uuid_or_404
 from pipelines.query.engines import DATABASE, events_engine
 from pipelines.query.events import EventFilters, ProjectEvents
+from pipelines.query.freshness import ABSENT
 from pipelines.query.limits import Deadline, QueryLimits
-from pipelines.query.runner import run_query
+from pipelines.query.runner import query_result
 from pipelines.query.serializers import QueryRequestSerializer
+from workspace.api.conditional import cache_directives
+from workspace.api.exceptions import error_body
 from workspace.api.pagination import UncountedLimitOffsetPagination
+from workspace.api.schema import ErrorSerializer
 from workspace.api.throttling import QueryRateThrottle
 from workspace.api.viewsets import ListMixin, RetrieveMixin
 
 PROJECT_ID = OpenApiParameter(
     "project_id", OpenApiTypes.STR, OpenApiParameter.PATH, description="A project id, or `@current`."
 )
+
+
+# Freshness as HTTP (pipelines.query.freshness): what a request may ask, and the headers every result carries.
+IF_NONE_MATCH = OpenApiParameter(
+    "If-None-Match",
+    OpenApiTypes.STR,
+    OpenApiParameter.HEADER,
+    description="A result's ETag: 304 with no body when the result is still that one (from the cache: nothing is "
+    "computed).",
+)
+REQUEST_CACHE_CONTROL = OpenApiParameter(
+    "Cache-Control",
+    OpenApiTypes.STR,
+    OpenApiParameter.HEADER,
+    description="`only-if-cached`: never compute, 504 when no result is cached (over `refresh`); `no-cache`: compute "
+    "now (as `refresh: force_blocking`, within the throttle of computations). Other directives are ignored.",
+)
+FRESHNESS_HEADERS = [
+    OpenApiParameter(name, kind, OpenApiParameter.HEADER, response=[200, 304], description=description)
+    for name, kind, description in (
+        ("ETag", OpenApiTypes.STR, "The result's (weak) tag: it changes exactly when the result does."),
+        ("Age", OpenApiTypes.INT, "Seconds since the result was computed."),
+        (
+            "Cache-Status",
+            OpenApiTypes.STR,
+            "RFC 9211: `workspace; hit; ttl=N` (a negative `ttl`: served stale), or `workspace; "
+            "fwd=miss|stale|request; stored; ttl=N` (computed now).",
+        ),
+        ("Cache-Control", OpenApiTypes.STR, "`private, max-age=N`: the seconds the result stays fresh."),
+    )
+]
 
 
 class QueryViewSet(ProjectScopedViewSet):
@@ -31,6 +67,11 @@ class QueryViewSet(ProjectScopedViewSet):
     transaction of its own. Computations, not cache hits, are throttled per key (`API_QUERY_RATE`) and bounded
     (pipelines.query.limits: computations at once per key and per project, database time per key); every answer
     states the key's budget of database time in `RateLimit-*` headers.
+
+    A result's freshness is told in HTTP too (DECISIONS.md §21; pipelines.query.freshness): `ETag`, `Age`,
+    `Cache-Status` and `Cache-Control`. `If-None-Match` with the result's tag gives a 304 (a POST here reads, as a GET
+    would, so it is answered as one: 304, not RFC 9110's 412 for unsafe methods); the request's `Cache-Control:
+    only-if-cached` never computes (504 when nothing is cached), `no-cache` computes now.
     """
 
     # /api/projects/{project_id}/query/
@@ -51,9 +92,15 @@ class QueryViewSet(ProjectScopedViewSet):
         return super().finalize_response(request, response, *args, **kwargs)
 
     @extend_schema(
-        parameters=[PROJECT_ID],
+        parameters=[PROJECT_ID, IF_NONE_MATCH, REQUEST_CACHE_CONTROL, *FRESHNESS_HEADERS],
         request=QueryRequestSerializer,
-        responses={200: OpenApiResponse(OpenApiTypes.OBJECT, description="The query's result and cache state.")},
+        responses={
+            200: OpenApiResponse(OpenApiTypes.OBJECT, description="The query's result and cache state."),
+            304: OpenApiResponse(description="The result is still the one `If-None-Match` names; no body."),
+            504: OpenApiResponse(
+                ErrorSerializer, description="`Cache-Control: only-if-cached` and no result is cached."
+            ),
+        },
         summary="Run a query over the project's events",
     )
     def create(self, request, *args, **kwargs):
@@ -64,14 +111,27 @@ class QueryViewSet(ProjectScopedViewSet):
         `result_too_large`); a computation past the key's or the project's limits is a 429 with `Retry-After`."""
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        result = run_query(
+        directives = cache_directives(request)
+        refresh = serializer.validated_data["refresh"]
+        if "only-if-cached" in directives:
+            refresh = "force_cache"
+        elif "no-cache" in directives:
+            refresh = "force_blocking"
+        outcome = query_result(
             project=self.project,
             query=serializer.validated_data["query"],
-            refresh=serializer.validated_data["refresh"],
+            refresh=refresh,
             before_compute=self.throttle_computation,
             limits=self.limits,
+            if_none_match=request.headers.get("If-None-Match"),
         )
-        return Response(result)
+        headers = outcome.headers()
+        if outcome.not_modified:
+            return Response(status=status.HTTP_304_NOT_MODIFIED, headers=headers)
+        if outcome.freshness.state == ABSENT and "only-if-cached" in directives:
+            body = error_body("invalid_request", "not_cached", "No result of this query is cached (only-if-cached).")
+            return Response(body, status=status.HTTP_504_GATEWAY_TIMEOUT, headers=headers)
+        return Response(outcome.response, headers=headers)
 
     def throttle_computation(self) -> None:
         throttle = QueryRateThrottle()

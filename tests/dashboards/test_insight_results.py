@@ -1,6 +1,7 @@
 """Insights carry their results (DECISIONS.md §15): retrieve computes as `?refresh=` says, lists and writes show the
 cached result and never compute, dashboards show their tiles' cached results and compute stale ones on request, a
-query that cannot be computed is an `error` rather than a failure, and results are neither activity nor ETag."""
+query that cannot be computed is an `error` rather than a failure, and results are neither activity nor what
+If-Match compares."""
 
 import json
 
@@ -202,7 +203,7 @@ class TestListsAndWritesNeverCompute:
         reads, get_many = [], runner.cache.get_many
         monkeypatch.setattr(runner.cache, "get_many", lambda keys, **kw: reads.append(keys) or get_many(keys, **kw))
         monkeypatch.setattr(
-            "dashboards.core.results.run_query", lambda **kwargs: pytest.fail("a query read per insight")
+            "dashboards.core.results.query_result", lambda **kwargs: pytest.fail("a query read per insight")
         )
 
         # key, project, count, page (+users), tags, dashboards
@@ -223,22 +224,27 @@ class TestListsAndWritesNeverCompute:
 
 
 class TestResultsAreNotContent:
-    def test_a_computed_result_changes_neither_the_etag_nor_the_activity(self, client, project, events):
+    def test_a_computed_result_changes_neither_the_if_match_nor_the_activity(self, client, project, events):
         insight = InsightFactory(project=project, query=PAGEVIEWS)
         before = client.get(insight_url(project, insight), {"refresh": "force_cache"})
         computed = client.get(insight_url(project, insight))
         assert before.json()["result"] is None and computed.json()["result"] is not None
 
-        # The result changed between the two reads; the insight did not: If-Match holds, nothing is recorded.
+        # The result changed between the two reads, and with it the read's tag (DECISIONS.md §21); the insight did
+        # not: If-Match with either tag holds, nothing is recorded.
         response = client.patch(
             insight_url(project, insight),
             {"name": insight.name},
             format="json",
             HTTP_IF_MATCH=before["ETag"],
         )
+        again = client.patch(
+            insight_url(project, insight), {"name": insight.name}, format="json", HTTP_IF_MATCH=computed["ETag"]
+        )
 
-        assert response.status_code == 200
-        assert before["ETag"] == computed["ETag"] == response["ETag"]
+        assert response.status_code == again.status_code == 200
+        assert before["ETag"] != computed["ETag"] == response["ETag"] == again["ETag"]
+        assert computed["ETag"].startswith(before["ETag"][:-1] + "-")
         assert response.json()["result"] == computed.json()["result"]
         assert not ActivityLog.objects.exists()
 
@@ -253,7 +259,10 @@ class TestResultsAreNotContent:
         )
 
         assert computed.json()["tiles"][0]["insight"]["result"] is not None
-        assert before["ETag"] == computed["ETag"] == response["ETag"]
+        # The read's tag changed with the tile's result (DECISIONS.md §21), the dashboard's part of it did not.
+        assert response.status_code == 200
+        assert before["ETag"] != computed["ETag"] == response["ETag"]
+        assert computed["ETag"].startswith(before["ETag"][:-1] + "-")
         assert not ActivityLog.objects.exists()
 
     def test_a_real_change_is_recorded_without_results(self, client, project, events):

@@ -125,7 +125,7 @@ def test_the_insight_detail_is_what_the_write_path_represents(key_client, projec
 
     assert computed.status_code == read.status_code == written.status_code == 200
     assert read.content == written.content
-    assert computed["ETag"] == read["ETag"] == written["ETag"]  # a result is not part of the insight's ETag
+    assert computed["ETag"] == read["ETag"] == written["ETag"]  # the same cached result: the same tag
     assert len(read.json()["dashboards"]) == 2
     assert client.get(url, HTTP_IF_NONE_MATCH=written["ETag"]).status_code == 304
 

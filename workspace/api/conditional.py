@@ -65,12 +65,40 @@ def matches(header: str, etag: str) -> bool:
 
 
 def none_match(header: str, etag: str) -> bool:
+    """Whether an If-None-Match header value names this tag, weak or strong, by the weak comparison (RFC 9110
+    §8.8.3.2): their opaque parts are equal."""
     tags = [tag.removeprefix("W/") for tag in _tags(header)]
-    return "*" in tags or etag in tags
+    return "*" in tags or etag.removeprefix("W/") in tags
+
+
+def with_computed(etag: str, computed_etag: str) -> str:
+    """An object's strong tag joined with the tag of something computed that its representation shows (an insight's
+    result): `"<object>-<computed>"`, which changes when either does. `If-Match` compares its object part only, since
+    what is computed is no part of the object (`check_if_match`)."""
+    return f'"{_opaque(etag)}-{_opaque(computed_etag)}"'
+
+
+def _opaque(etag: str) -> str:
+    return etag.removeprefix("W/").strip('"')
+
+
+def _object_part(tag: str) -> str:
+    """A tag as `with_computed` makes it, without its computed part; any other tag as it is."""
+    if tag.startswith('"') and tag.endswith('"') and "-" in tag:
+        return tag.split("-", 1)[0] + '"'
+    return tag
 
 
 def check_if_match(request, etag: str) -> None:
-    """Raise 412 when the request carries If-Match and it names another version of the object."""
+    """Raise 412 when the request carries If-Match and it names another version of the object (a tag that also
+    names a computed part, `with_computed`, is compared by its object part)."""
     header = request.headers.get("If-Match")
-    if header is not None and not matches(header, etag):
+    if header is not None and not matches(", ".join(_object_part(tag) for tag in _tags(header)), etag):
         raise PreconditionFailed()
+
+
+def cache_directives(request) -> frozenset[str]:
+    """The directives' names of the request's `Cache-Control` (RFC 9111 §5.2.1), lower-cased, arguments left out:
+    `no-cache`, `only-if-cached`... An unknown directive is there too, for the view to ignore."""
+    header = request.headers.get("Cache-Control", "")
+    return frozenset(name for name in (part.split("=", 1)[0].strip().lower() for part in header.split(",")) if name)

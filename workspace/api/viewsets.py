@@ -181,7 +181,7 @@ class BaseViewSet(viewsets.GenericViewSet):
         """The object's representation with its ETag; 304 for a GET whose If-None-Match names that tag."""
         if data is None:
             data = self.represent(instance)
-        etag = etag_for(self.etag_state(data))
+        etag = self.etag_of(data)
         header = self.request.headers.get("If-None-Match")
         if self.request.method in ("GET", "HEAD") and header is not None and none_match(header, etag):
             return Response(status=status.HTTP_304_NOT_MODIFIED, headers={"ETag": etag})
@@ -218,6 +218,11 @@ class BaseViewSet(viewsets.GenericViewSet):
         """What the activity log compares and keeps of a record: its representation, unless a subclass adds to it
         (a digest of secrets the representation hides, so that rotating one is recorded without revealing it)."""
         return representation
+
+    def etag_of(self, representation: dict) -> str:
+        """The ETag a response with this representation carries: the digest of its `etag_state`, unless a subclass
+        adds to it what is computed rather than stored (`with_computed`: a dashboard's tiles' results)."""
+        return etag_for(self.etag_state(representation))
 
     def etag_state(self, representation: dict) -> dict:
         """What an ETag is the digest of: the representation, unless a subclass leaves out what is computed rather

@@ -248,12 +248,12 @@ def test_the_route_computes_with_no_transaction_open(transactional_db, reader, p
 
     seen = []
 
-    def run_query(**kwargs):
+    def query_result(**kwargs):
         seen.append(connection.in_atomic_block)
         return original(**kwargs)
 
-    original = pipelines.query.views.run_query
-    monkeypatch.setattr(pipelines.query.views, "run_query", run_query)
+    original = pipelines.query.views.query_result
+    monkeypatch.setattr(pipelines.query.views, "query_result", query_result)
 
     response = reader.post(query_url(project.pk), {"query": COUNT, "refresh": "force_blocking"}, format="json")
 
