@@ -18,6 +18,9 @@ SHORT_ID_LENGTH = 8
 DEFAULT_MAX_LOOKBACK_DAYS = 90
 MAX_LOOKBACK_DAYS = 3660
 
+# The largest id a row may have (a signed 64-bit integer): a larger one, from a URL or a body, names no row.
+MAX_ID = 2**63 - 1
+
 
 class RestrictionLevel(models.IntegerChoices):
     EVERYONE_IN_PROJECT_CAN_EDIT = 21, "everyone in the project can edit"

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from rest_framework import serializers
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 
-from dashboards.core.models import Dashboard, Insight, RestrictionLevel
+from dashboards.core.models import MAX_ID, Dashboard, Insight, RestrictionLevel
 from organizations.models import Membership
 
 EDIT_DENIED = "You don't have edit permissions for this dashboard."
@@ -78,7 +78,8 @@ def requested_dashboard_ids(request) -> list[int]:
     if not isinstance(data, dict) or "dashboards" not in data:
         return []
     try:
-        return serializers.ListField(child=serializers.IntegerField()).run_validation(data["dashboards"])
+        ids = serializers.ListField(child=serializers.IntegerField()).run_validation(data["dashboards"])
+        return [dashboard_id for dashboard_id in ids if 0 < dashboard_id <= MAX_ID]  # what no row can be: none
     except serializers.ValidationError:
         return []
 

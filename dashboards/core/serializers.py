@@ -18,6 +18,7 @@ from dashboards.core.fields import (
     VersionChangesField,
 )
 from dashboards.core.models import (
+    MAX_ID,
     MAX_TAGS_PER_DASHBOARD,
     MAX_TEXT_BODY,
     Dashboard,
@@ -199,7 +200,8 @@ class InsightSerializer(ModelSerializer):
 
     def validate_dashboards(self, value: list[int]) -> list[Dashboard]:
         wanted = list(dict.fromkeys(value))
-        found = Dashboard.objects.filter(project=self.context["view"].project, deleted=False, pk__in=wanted).in_bulk()
+        ids = [dashboard_id for dashboard_id in wanted if 0 < dashboard_id <= MAX_ID]  # beyond it, no row's id
+        found = Dashboard.objects.filter(project=self.context["view"].project, deleted=False, pk__in=ids).in_bulk()
         for dashboard_id in wanted:
             if dashboard_id not in found:
                 raise serializers.ValidationError(f"No dashboard {dashboard_id} in this project.", code="invalid_input")

@@ -11,6 +11,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from dashboards.core.models import (
+    MAX_ID,
     Dashboard,
     DashboardCollaborator,
     DashboardTag,
@@ -129,7 +130,7 @@ def insight_lock_dashboards(*, project: Project, insight_id: str, adding: Iterab
     before the insight's own row, the order in which a dashboard's soft delete with `delete_insights` locks its row
     and then its insights': the two cannot deadlock. `insight_id` comes from the URL; a non-number locks nothing
     (the lookup that follows answers 404)."""
-    if not str(insight_id).isdigit():
+    if not str(insight_id).isdigit() or int(insight_id) > MAX_ID:
         return
     shown_on = DashboardTile.objects.filter(insight_id=int(insight_id)).values("dashboard_id")
     dashboards = Dashboard.objects.select_for_update().filter(project=project)

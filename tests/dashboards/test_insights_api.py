@@ -666,3 +666,28 @@ class TestEffectiveLevels:
             return len(queries)
 
         assert page_queries(1) == page_queries(10)
+
+
+class TestIdsNoRowCanHave:
+    """Ids past a signed 64-bit integer, in the URL or in `dashboards`, name nothing: 404 and 400, never the
+    database's overflow (a 500 that fuzzing found on the write routes)."""
+
+    HUGE = 489377922294004776960
+
+    @pytest.mark.parametrize("method", ["get", "put", "patch", "delete"])
+    def test_an_insight_id_past_any_row_is_a_404(self, key_client, project, method):
+        client = key_client("insight:read", "insight:write")
+        response = getattr(client, method)(
+            f"/api/projects/{project.pk}/insights/{self.HUGE}/", {"name": "x"}, format="json"
+        )
+        assert response.status_code == 404, response.content
+
+    @pytest.mark.parametrize("dashboard_id", [-50397464851178340352, HUGE, -1, 0])
+    def test_a_dashboard_id_past_any_row_is_a_400_naming_dashboards(self, key_client, project, dashboard_id):
+        insight = InsightFactory(project=project)
+        client = key_client("insight:read", "insight:write")
+        response = client.patch(
+            f"/api/projects/{project.pk}/insights/{insight.pk}/", {"dashboards": [dashboard_id]}, format="json"
+        )
+        assert response.status_code == 400, response.content
+        assert response.json()["attr"] == "dashboards"
