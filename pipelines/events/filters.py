@@ -3,6 +3,8 @@ import json
 import django_filters
 from django import forms
 from django.db.models import Exists, OuterRef, Q, Value
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 
 from pipelines.events.models import Event, EventDefinition, EventProperty, Person, PersonDistinctId, PropertyDefinition
 from workspace.api.filters import FilterSet, IsoDateTimeFilter, StrictBooleanFilter
@@ -98,14 +100,20 @@ class EventNamesField(forms.Field):
         return [name.strip() for name in value.split(",") if name.strip()]
 
 
+@extend_schema_field(OpenApiTypes.STR)
 class EventNamesFilter(django_filters.Filter):
     field_class = EventNamesField
+
+
+@extend_schema_field({"type": "string", "enum": list(PropertyDefinition.Type.labels)})
+class PropertyKindFilter(django_filters.ChoiceFilter):
+    """Whose properties: `event` or `person` (the reference's names of the kinds)."""
 
 
 class PropertyDefinitionFilterSet(FilterSet):
     # As the reference's: `type` defaults to event; `event_names` marks the properties those events carried
     # (`is_seen_on_filtered_events`, listed first) and, with `filter_by_event_names=true`, lists only them.
-    type = django_filters.ChoiceFilter(
+    type = PropertyKindFilter(
         method="filter_type",
         choices=[(label, label) for label in PropertyDefinition.Type.labels],
         label="Properties of events (the default) or of persons",

@@ -63,10 +63,13 @@ class PersonSerializer(ModelSerializer):
 
 
 class EventDefinitionSerializer(ModelSerializer):
-    """An event name of the project, as the reference lists it. `volume_30_day` (how many events of that name
-    happened in the last 30 days) is counted by whoever lists the definitions and handed in as the context's
-    `volumes` (name → count; null when the events could not be read); `query_usage_30_day` is not tracked here
+    """An event name of the project, as the reference lists it: when it was first and last seen (`last_seen_at` is
+    refreshed at most hourly), and `volume_30_day`, how many events of that name happened in the last 30 days
+    (counted at most every few minutes; null when the events cannot be read). `query_usage_30_day` is not tracked
     (null)."""
+
+    # The volumes are counted by the view for a whole page (pipelines.query.definitions) and given in the context
+    # as `volumes`: name → count.
 
     volume_30_day = serializers.SerializerMethodField()
     query_usage_30_day = serializers.SerializerMethodField()
@@ -88,7 +91,7 @@ class PropertyDefinitionSerializer(ModelSerializer):
     value had, as the reference lists it. `is_seen_on_filtered_events`: whether the events named by `?event_names=`
     have carried it (null without that parameter)."""
 
-    type = serializers.CharField(source="get_type_display", read_only=True)
+    type = serializers.ChoiceField(choices=PropertyDefinition.Type.labels, source="get_type_display", read_only=True)
     is_numerical = serializers.BooleanField(read_only=True)
     is_seen_on_filtered_events = serializers.SerializerMethodField()
 

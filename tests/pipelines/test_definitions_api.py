@@ -17,7 +17,7 @@ from pipelines.events import definitions
 from pipelines.events.definitions import property_type
 from pipelines.events.models import Event, EventDefinition, EventProperty, PropertyDefinition
 from tests.organizations.factories import ProjectFactory
-from tests.pipelines.factories import EventFactory
+from tests.pipelines.factories import EventDefinitionFactory, EventFactory
 
 
 @pytest.fixture
@@ -125,6 +125,26 @@ def test_the_volume_counts_only_the_projects_own_events(reader, project, organiz
     assert [(row["name"], row["volume_30_day"]) for row in results(reader.get(url(project, "event_definitions")))] == [
         ("signed_up", 1)
     ]
+
+
+@pytest.mark.parametrize("n", [1, 20])
+def test_a_pages_volumes_are_one_statement_then_cached(reader, project, n):
+    for index in range(n):
+        EventFactory(project=project, event=f"e-{index:02}")
+        EventDefinitionFactory(project=project, name=f"e-{index:02}")
+
+    with CaptureQueriesContext(connection) as first:
+        response = reader.get(url(project, "event_definitions"))
+    with CaptureQueriesContext(connection) as again:
+        reader.get(url(project, "event_definitions"))
+
+    assert [row["volume_30_day"] for row in results(response)] == [1] * n
+    assert len(event_reads(first)) == 1
+    assert event_reads(again) == []
+
+
+def event_reads(queries) -> list[str]:
+    return [query["sql"] for query in queries.captured_queries if '"pipelines_event" AS' in query["sql"]]
 
 
 def test_event_definitions_are_searched_word_by_word(reader, project):
