@@ -196,15 +196,14 @@ class EventProperty(models.Model):
     """That a project's events of one name have carried a property: what `?event_names=` of the property
     definitions reads."""
 
-    id = models.BigAutoField(primary_key=True)
+    # Its key is what it says, with no serial id: an id's sequence would be advanced (and logged) for every pair a
+    # batch sends, recorded or not.
+    pk = models.CompositePrimaryKey("project_id", "event", "property")
     project = models.ForeignKey("organizations.Project", on_delete=models.DO_NOTHING, related_name="+", db_index=False)
     event = models.CharField(max_length=200)
     property = models.CharField(max_length=400)
 
     class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["project", "event", "property"], name="unique_event_property"),
-        ]
         verbose_name_plural = "event properties"
 
     def __str__(self) -> str:
