@@ -422,3 +422,10 @@ def test_definitions_through_the_live_server(live_service, alice, project, issue
         "amount": "Numeric",
         "coupon": "String",
     }
+
+
+def test_the_current_project_and_the_environments_route(reader, project):
+    capture(project, ("signed up", {"plan": "pro"}))
+
+    assert names(reader.get("/api/projects/@current/event_definitions/?search=signed")) == ["signed up"]
+    assert names(reader.get(f"/api/environments/{project.pk}/property_definitions")) == ["plan"]
