@@ -429,3 +429,32 @@ def test_the_current_project_and_the_environments_route(reader, project):
 
     assert names(reader.get("/api/projects/@current/event_definitions/?search=signed")) == ["signed up"]
     assert names(reader.get(f"/api/environments/{project.pk}/property_definitions")) == ["plan"]
+
+
+@pytest.mark.requires_postgres
+def test_batches_at_once_naming_the_same_new_names_in_any_order_record_each_once(live_service, project):
+    """Twenty batches at once, each naming the same new events and properties in its own order: every name is
+    recorded once and no batch's definitions fail (the inserts take the names in key order; a refreshed last-seen
+    skips a row another batch holds)."""
+    from tests.concurrency.parallel import PARALLEL, Call, assert_no_server_errors, fire
+
+    names = [f"event-{n}" for n in range(8)]
+    calls, pairs = [], set()
+    for n in range(PARALLEL):
+        order = names[n % 8 :] + names[: n % 8]
+        batch = [
+            {"event": name, "distinct_id": f"u{n}", "properties": {f"p{(n + k) % 5}": k, "shared": "x"}}
+            for k, name in enumerate(order)
+        ]
+        calls.append(Call("POST", "/batch/", "", {"api_key": project.api_token, "batch": batch}))
+        pairs |= {(event["event"], name) for event in batch for name in event["properties"]}
+    log_start = len(live_service.log())
+
+    responses = fire(live_service, calls)
+
+    assert_no_server_errors(live_service, responses)
+    assert {response.status_code for response in responses} == {200}
+    assert "could not be recorded" not in live_service.log()[log_start:]
+    assert sorted(EventDefinition.objects.filter(project=project).values_list("name", flat=True)) == names
+    assert PropertyDefinition.objects.filter(project=project).count() == 6
+    assert set(EventProperty.objects.filter(project=project).values_list("event", "property")) == pairs
