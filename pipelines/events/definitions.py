@@ -73,8 +73,16 @@ class Named:
         self.events: set[str] = set()
         self.properties: dict[tuple[int, str], str] = {}
         self.pairs: set[tuple[str, str]] = set()
+        # (event, property names) already read whole: most of a batch's events repeat a few shapes, and one of them
+        # names nothing new unless it sets person properties or a value of it was null.
+        self._shapes: set[tuple] = set()
 
     def add(self, event: str, properties: dict) -> None:
+        shape = (event, *properties)
+        if shape in self._shapes:
+            return
+        if not any(operation in properties for operation in PERSON_OPERATIONS) and None not in properties.values():
+            self._shapes.add(shape)
         self.events.add(event)
         for name, value in properties.items():
             if name in SKIPPED_PROPERTIES:

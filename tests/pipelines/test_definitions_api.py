@@ -5,6 +5,7 @@ scope `query:read`, one project's only."""
 import datetime as dt
 import json
 import uuid
+from types import SimpleNamespace
 
 import pytest
 from django.db import DatabaseError, connection
@@ -80,6 +81,29 @@ def types(response) -> dict[str, str]:
 )
 def test_a_values_type(value, expected):
     assert property_type(value) == expected
+
+
+def test_what_a_batch_names_events_of_one_shape_included():
+    named = definitions.named_by(
+        SimpleNamespace(event=event, properties=properties)
+        for event, properties in [
+            ("a", {"x": None, "y": "s"}),
+            ("a", {"x": 2, "y": 3}),  # the same shape: x is typed by this one, y keeps its first type
+            ("a", {"x": True, "y": 1}),
+            ("b", {"x": "later"}),
+            ("a", {"$set": {"email": "e"}, "x": 1}),
+            ("a", {"$set": {"email": "e", "age": 3}, "x": 1}),  # same shape, person properties read anyway
+        ]
+    )
+
+    assert named.events == {"a", "b"}
+    assert named.properties == {
+        (definitions.EVENT, "x"): "Numeric",
+        (definitions.EVENT, "y"): "String",
+        (definitions.PERSON, "email"): "String",
+        (definitions.PERSON, "age"): "Numeric",
+    }
+    assert named.pairs == {("a", "x"), ("a", "y"), ("b", "x")}
 
 
 # Event definitions ------------------------------------------------------------------------------------------------
