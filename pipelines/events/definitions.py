@@ -15,7 +15,8 @@ Rows that exist are left alone: PostgreSQL inserts with ON CONFLICT DO NOTHING (
 conflict), in key order so that two batches adding the same new names wait for each other rather than deadlock.
 
 Most batches name nothing new, so each process remembers what it wrote in the last hour (`_RECENT`, filled once the
-write commits) and sends only the rest; a batch made only of remembered names costs no statement. Forgetting is
+write commits) and sends only the rest; a batch made only of remembered names costs no statement (so `last_seen_at`
+may be up to two hours behind: an hour remembered, then refreshed once an hour old). Forgetting is
 harmless (the rows are written again, and left alone), and what is remembered is a fact about the database that
 only a project's deletion undoes, after which no event of that project is stored.
 

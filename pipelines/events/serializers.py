@@ -64,9 +64,9 @@ class PersonSerializer(ModelSerializer):
 
 class EventDefinitionSerializer(ModelSerializer):
     """An event name of the project, as the reference lists it: when it was first and last seen (`last_seen_at` is
-    refreshed at most hourly), and `volume_30_day`, how many events of that name happened in the last 30 days
-    (counted at most every few minutes; null when the events cannot be read). `query_usage_30_day` is not tracked
-    (null)."""
+    refreshed at most hourly, and may be up to two hours behind), and `volume_30_day`, how many events of that name
+    happened in the last 30 days (counted at most every few minutes; null when the events cannot be read).
+    `query_usage_30_day` is not tracked (null)."""
 
     # The volumes are counted by the view for a whole page (pipelines.query.definitions) and given in the context
     # as `volumes`: name → count.
