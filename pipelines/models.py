@@ -9,5 +9,13 @@ from pipelines.batch_exports.models import (  # noqa: F401
     BatchExportRunLog,
 )
 from pipelines.clickhouse.models import DistinctIdChange, SyncStream  # noqa: F401
-from pipelines.events.models import Event, EventUUID, Person, PersonDistinctId  # noqa: F401
+from pipelines.events.models import (  # noqa: F401
+    Event,
+    EventDefinition,
+    EventProperty,
+    EventUUID,
+    Person,
+    PersonDistinctId,
+    PropertyDefinition,
+)
 from pipelines.plugins.models import Plugin, PluginConfig, PluginSourceFile  # noqa: F401

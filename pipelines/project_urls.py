@@ -2,6 +2,7 @@
 
 from pipelines.batch_exports.views import BatchExportBackfillViewSet, BatchExportRunViewSet, ProjectBatchExportViewSet
 from pipelines.events.views import PersonViewSet
+from pipelines.query.definitions import EventDefinitionViewSet, PropertyDefinitionViewSet
 from pipelines.query.views import EventViewSet, QueryViewSet
 from workspace.api.routers import OptionalSlashRouter
 
@@ -18,6 +19,9 @@ router.register(
     basename="project-batch-export-backfills",
 )
 router.register("events", EventViewSet, basename="project-events")
+# /api/projects/{project_id}/event_definitions/[{id}/], property_definitions/[{id}/]
+router.register("event_definitions", EventDefinitionViewSet, basename="project-event-definitions")
+router.register("property_definitions", PropertyDefinitionViewSet, basename="project-property-definitions")
 # /api/projects/{project_id}/persons/[{id or uuid}/]
 router.register("persons", PersonViewSet, basename="project-persons")
 router.register("query", QueryViewSet, basename="project-query")

@@ -15,6 +15,7 @@ from rest_framework.test import APIClient
 
 from apikeys.services import api_key_create
 from organizations.models import Membership
+from pipelines.events.definitions import forget_recent as forget_recent_definitions
 from tests.organizations.factories import MembershipFactory, OrganizationFactory, ProjectFactory
 from tests.reference_schema import load_reference
 from tests.workspace.factories import UserFactory
@@ -37,9 +38,11 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(autouse=True)
 def _fast_tests(settings):
-    # Password hashing dominates test time otherwise; counters must not leak between tests.
+    # Password hashing dominates test time otherwise; counters and what a process remembers must not leak between
+    # tests.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     cache.clear()
+    forget_recent_definitions()
 
 
 @pytest.fixture

@@ -41,10 +41,12 @@ from tests.pipelines.factories import (
     BatchExportFactory,
     BatchExportRunFactory,
     BatchExportRunLogFactory,
+    EventDefinitionFactory,
     EventFactory,
     PersonFactory,
     PluginFactory,
     PluginSourceFileFactory,
+    PropertyDefinitionFactory,
 )
 from tests.workspace.factories import UserFactory
 from workspace.models import ActivityLog
@@ -455,6 +457,25 @@ CASES = [
         ("query:read",),
         lambda n, w: ([EventFactory(project=w.project) for _ in range(n)], f"{w.project_url}/events/")[1],
         [KEY, PROJECT, "select pipelines_event"],
+    ),
+    Case(
+        "event definitions",
+        ("query:read",),
+        lambda n, w: (
+            [EventDefinitionFactory(project=w.project) for _ in range(n)],
+            f"{w.project_url}/event_definitions/",
+        )[1],
+        # the page's volumes are counted once and kept in the cache: the warm-up request counted them
+        [KEY, PROJECT, "count pipelines_eventdefinition", "select pipelines_eventdefinition"],
+    ),
+    Case(
+        "property definitions of named events",
+        ("query:read",),
+        lambda n, w: (
+            [PropertyDefinitionFactory(project=w.project) for _ in range(n)],
+            f"{w.project_url}/property_definitions/?event_names=%5B%22a%22%5D",
+        )[1],
+        [KEY, PROJECT, "count pipelines_propertydefinition", "select pipelines_propertydefinition"],
     ),
     Case(
         "persons",

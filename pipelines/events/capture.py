@@ -10,8 +10,9 @@ No personal API key, session or CSRF token is involved, so these are plain Djang
 own body limit (`CAPTURE_MAX_BODY_BYTES` after decompression) instead of the API's. Checks, in order: the size
 (413), the encoding (415 for one we cannot read), the JSON (400), NUL characters and unpaired surrogates anywhere
 (400: neither PostgreSQL's text nor its jsonb can hold them), the token (401), each event (400). Nothing is stored
-unless the whole body passes; then the events go in with one statement, their persons are brought up to date
-(`pipelines.events.persons`), and the answer is 200 `{"status": 1}`.
+unless the whole body passes; then the events go in with one statement, the names they carry are recorded
+(`pipelines.events.definitions`: at most one statement more, none for names recorded within the hour), their
+persons are brought up to date (`pipelines.events.persons`), and the answer is 200 `{"status": 1}`.
 Every refusal carries the API's error body.
 """
 

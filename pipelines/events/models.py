@@ -127,3 +127,84 @@ class PersonDistinctId(models.Model):
 
     def __str__(self) -> str:
         return self.distinct_id
+
+
+# Definitions: what a project's events are called and which properties they carry (DECISIONS.md §22, "What agents ask
+# first"). They are written as events are stored (`pipelines.events.definitions`), each row once, so that listing
+# them never reads the events; a definition is deleted with its project (`pipelines.events.signals`).
+
+
+class EventDefinition(models.Model):
+    """One event name a project has sent: when it was first stored and when last seen (refreshed at most hourly)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    project = models.ForeignKey(
+        "organizations.Project", on_delete=models.DO_NOTHING, related_name="event_definitions", db_index=False
+    )
+    name = models.CharField(max_length=200)
+    created_at = models.DateTimeField(default=timezone.now)
+    last_seen_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["project", "name"], name="unique_event_definition")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class PropertyType(models.TextChoices):
+    """What a property's values are, as the reference names them: inferred from the first value seen."""
+
+    DATETIME = "DateTime"
+    STRING = "String"
+    NUMERIC = "Numeric"
+    BOOLEAN = "Boolean"
+
+
+class PropertyDefinition(models.Model):
+    """One property name a project's events (`type` event) or persons (`type` person, from `$set` and `$set_once`)
+    carry, with the type of the first value seen: the reference's rule, a later value of another type changes
+    nothing."""
+
+    class Type(models.IntegerChoices):
+        EVENT = 1, "event"
+        PERSON = 2, "person"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    project = models.ForeignKey(
+        "organizations.Project", on_delete=models.DO_NOTHING, related_name="property_definitions", db_index=False
+    )
+    type = models.PositiveSmallIntegerField(choices=Type.choices, default=Type.EVENT)
+    name = models.CharField(max_length=400)
+    property_type = models.CharField(max_length=8, choices=PropertyType.choices)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["project", "type", "name"], name="unique_property_definition"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def is_numerical(self) -> bool:
+        return self.property_type == PropertyType.NUMERIC
+
+
+class EventProperty(models.Model):
+    """That a project's events of one name have carried a property: what `?event_names=` of the property
+    definitions reads."""
+
+    # Its key is what it says, with no serial id: an id's sequence would be advanced (and logged) for every pair a
+    # batch sends, recorded or not.
+    pk = models.CompositePrimaryKey("project_id", "event", "property")
+    project = models.ForeignKey("organizations.Project", on_delete=models.DO_NOTHING, related_name="+", db_index=False)
+    event = models.CharField(max_length=200)
+    property = models.CharField(max_length=400)
+
+    class Meta:
+        verbose_name_plural = "event properties"
+
+    def __str__(self) -> str:
+        return f"{self.event}.{self.property}"

@@ -2,7 +2,7 @@ from django.db.models import Prefetch
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from pipelines.events.models import Event, Person, PersonDistinctId
+from pipelines.events.models import Event, EventDefinition, Person, PersonDistinctId, PropertyDefinition
 from workspace.api.serializers import ModelSerializer
 
 
@@ -60,3 +60,45 @@ class PersonSerializer(ModelSerializer):
                 return value
         ids = self.fields["distinct_ids"].to_representation(person)
         return ids[0] if ids else str(person.uuid)
+
+
+class EventDefinitionSerializer(ModelSerializer):
+    """An event name of the project, as the reference lists it: when it was first and last seen (`last_seen_at` is
+    refreshed at most hourly, and may be up to two hours behind), and `volume_30_day`, how many events of that name
+    happened in the last 30 days (counted at most every few minutes; null when the events cannot be read).
+    `query_usage_30_day` is not tracked (null)."""
+
+    # The volumes are counted by the view for a whole page (pipelines.query.definitions) and given in the context
+    # as `volumes`: name → count.
+
+    volume_30_day = serializers.SerializerMethodField()
+    query_usage_30_day = serializers.SerializerMethodField()
+
+    class Meta:
+        model = EventDefinition
+        fields = ["id", "name", "volume_30_day", "query_usage_30_day", "created_at", "last_seen_at"]
+        read_only_fields = fields
+
+    def get_volume_30_day(self, definition: EventDefinition) -> int | None:
+        return self.context.get("volumes", {}).get(definition.name)
+
+    def get_query_usage_30_day(self, definition: EventDefinition) -> int | None:
+        return None
+
+
+class PropertyDefinitionSerializer(ModelSerializer):
+    """A property name of the project's events (`type` event) or persons (`type` person), with the type its first
+    value had, as the reference lists it. `is_seen_on_filtered_events`: whether the events named by `?event_names=`
+    have carried it (null without that parameter)."""
+
+    type = serializers.ChoiceField(choices=PropertyDefinition.Type.labels, source="get_type_display", read_only=True)
+    is_numerical = serializers.BooleanField(read_only=True)
+    is_seen_on_filtered_events = serializers.SerializerMethodField()
+
+    class Meta:
+        model = PropertyDefinition
+        fields = ["id", "name", "type", "property_type", "is_numerical", "is_seen_on_filtered_events"]
+        read_only_fields = fields
+
+    def get_is_seen_on_filtered_events(self, definition: PropertyDefinition) -> bool | None:
+        return getattr(definition, "is_seen_on_filtered_events", None)

@@ -12,6 +12,7 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from organizations.selectors import project_id_for_api_token
+from pipelines.events.definitions import definitions_record
 from pipelines.events.models import Event, EventUUID
 from pipelines.events.partitions import events_ensure_partitions, months_of
 from workspace.db import Insert, insert_from_recordset, per_vendor, prepared_cursor
@@ -165,6 +166,7 @@ def events_ingest_for_token(*, token: str, events: list[NewEvent]) -> Ingested |
         project_id, stored, without_person = cursor.fetchone()
     if project_id is None:
         return None
+    definitions_record(project_id=project_id, events=events)
     return Ingested(project_id, stored, without_person=frozenset(without_person or ()))
 
 
@@ -228,7 +230,7 @@ def events_ingest(*, project_id: int, events: list[NewEvent]) -> int:
     An event whose uuid the project already has, from an earlier request or earlier in this batch, is not stored
     again (the first one is kept). On PostgreSQL the months' partitions are made first (`pipelines.events.partitions`),
     then the whole batch goes in with one statement; SQLite, whose writers queue on one lock, checks and inserts in
-    one transaction.
+    one transaction. Then the names the batch carries are recorded (`pipelines.events.definitions`).
     """
     unique: dict[uuid.UUID, NewEvent] = {}
     for event in events:
@@ -241,7 +243,9 @@ def events_ingest(*, project_id: int, events: list[NewEvent]) -> int:
         statements = _ingest_statements(connection, _POSTGRESQL_INGEST, "%s")
         with prepared_cursor(connection) as cursor:  # see events_ingest_for_token
             _execute_ingest(cursor, statements, [_batch_document(events, statements.inserts), project_id, project_id])
-            return cursor.rowcount
+            stored = cursor.rowcount
+        definitions_record(project_id=project_id, events=events)
+        return stored
     inserted_at = timezone.now()
     with transaction.atomic():
         known = set()
@@ -265,4 +269,5 @@ def events_ingest(*, project_id: int, events: list[NewEvent]) -> int:
                 for event in fresh
             ]
         )
+        definitions_record(project_id=project_id, events=events)
         return len(fresh)

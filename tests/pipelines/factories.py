@@ -6,7 +6,7 @@ from django.utils import timezone
 
 from pipelines.batch_exports.models import BatchExport, BatchExportBackfill, BatchExportRun, BatchExportRunLog
 from pipelines.clickhouse.models import SyncStream
-from pipelines.events.models import Event, Person, PersonDistinctId
+from pipelines.events.models import Event, EventDefinition, Person, PersonDistinctId, PropertyDefinition, PropertyType
 from pipelines.plugins.models import Plugin, PluginConfig, PluginSourceFile
 from tests.organizations.factories import OrganizationFactory, ProjectFactory
 
@@ -104,6 +104,23 @@ class EventFactory(factory.django.DjangoModelFactory):
     distinct_id = factory.Sequence(lambda n: f"user-{n}")
     properties = factory.LazyFunction(lambda: {"$current_url": "https://example.com/"})
     timestamp = factory.LazyFunction(timezone.now)
+
+
+class EventDefinitionFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = EventDefinition
+
+    project = factory.SubFactory(ProjectFactory)
+    name = factory.Sequence(lambda n: f"event-{n}")
+
+
+class PropertyDefinitionFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = PropertyDefinition
+
+    project = factory.SubFactory(ProjectFactory)
+    name = factory.Sequence(lambda n: f"property-{n}")
+    property_type = PropertyType.STRING
 
 
 class PersonFactory(factory.django.DjangoModelFactory):

@@ -4,9 +4,11 @@ from tests.pipelines.factories import (
     BatchExportFactory,
     BatchExportRunFactory,
     BatchExportRunLogFactory,
+    EventDefinitionFactory,
     EventFactory,
     PersonFactory,
     PluginFactory,
+    PropertyDefinitionFactory,
 )
 from tests.scope_matrix import Route
 
@@ -22,6 +24,10 @@ NOOP_OVERLAY = {"destination": {"config": {}}}
 ROUTES = [
     Route("GET", "/api/projects/{project_id}/events/", "query:read", 200),
     Route("GET", "/api/projects/{project_id}/events/{event_id}/", "query:read", 200),
+    Route("GET", "/api/projects/{project_id}/event_definitions/", "query:read", 200),
+    Route("GET", "/api/projects/{project_id}/event_definitions/{event_definition_id}/", "query:read", 200),
+    Route("GET", "/api/projects/{project_id}/property_definitions/", "query:read", 200),
+    Route("GET", "/api/projects/{project_id}/property_definitions/{property_definition_id}/", "query:read", 200),
     Route("GET", "/api/projects/{project_id}/persons/", "person:read", 200),
     Route("GET", "/api/projects/{project_id}/persons/{person_id}/", "person:read", 200),
     # A query is a POST that only reads: `query:read`, as the reference has it.
@@ -107,6 +113,8 @@ def make_objects(*, user, organization, project) -> dict:
     ids.update(project_export_id=project_export.pk, run_id=run.pk, backfill_id=backfill.pk)
     ids["person_id"] = PersonFactory(project=project).uuid
     ids["event_id"] = EventFactory(project=project).uuid
+    ids["event_definition_id"] = EventDefinitionFactory(project=project).pk
+    ids["property_definition_id"] = PropertyDefinitionFactory(project=project).pk
     ids["noop_export_id"] = BatchExportFactory(project=project, destination_type="NoOp", destination_config={}).pk
     for route_name, collection in COLLECTIONS.items():
         # latest_tag set so upgrade has somewhere to go.

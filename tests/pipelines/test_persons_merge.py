@@ -234,8 +234,9 @@ def test_a_batch_costs_statements_for_what_its_persons_need(transactional_db, pr
     # 1. the events; 2. the person of "c"
     with django_assert_num_queries(2):
         capture(client, project, {"distinct_id": "a"}, {"distinct_id": "c"})
-    # 1. the events; 2. the mapping of "b"; 3. the update of its person
-    with django_assert_num_queries(3):
+    # 1. the events; 2. the name it carries that is new (the person property "plan", pipelines.events.definitions);
+    # 3. the mapping of "b"; 4. the update of its person
+    with django_assert_num_queries(4):
         capture(client, project, {"distinct_id": "b", "properties": {"$set": {"plan": "pro"}}})
     assert Person.objects.filter(project=project).count() == 3
     assert person_of(project, "c").properties == {}
