@@ -134,7 +134,18 @@ def main() -> int:
     parser.add_argument(
         "--query-runs", type=int, default=7, help="timed runs of each query through the API, and as many bare"
     )
+    parser.add_argument(
+        "--engine",
+        choices=("postgresql", "clickhouse"),
+        default="postgresql",
+        help="clickhouse: the events sync and the query rows on PostgreSQL and on ClickHouse (chDB) side by side, "
+        "10M events at --scale 1 (benchmarks/engines.py) instead of the endpoints",
+    )
     args = parser.parse_args()
+    if args.engine == "clickhouse":
+        from benchmarks import engines
+
+        return engines.main(args)
 
     database_url = os.environ.get("DATABASE_URL") or DEFAULT_DATABASE_URL
     if urlsplit(database_url).scheme not in ("postgres", "postgresql"):
