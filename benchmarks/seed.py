@@ -385,6 +385,11 @@ def seed_plugins(organization, project, sizes: Sizes) -> None:
 
 # The people seed_events' events are about, unless told otherwise.
 PEOPLE = 5_000
+# Events stored per transaction, as many as one batch of the events sync (EVENTS_SYNC_BATCH_SIZE): capture stores
+# them in many transactions, and the sync reads them in the order of the transactions that stored them. Millions in
+# one transaction would have PostgreSQL misjudge every batch of the sync (benchmarks/engines.py times it) as a few rows
+# and sort all that remain for each.
+EVENTS_PER_TRANSACTION = 100_000
 # What a seeded event's properties are (see seed_events).
 PROPERTIES = """jsonb_strip_nulls(jsonb_build_object(
     '$current_url', 'https://shop.example/products/' || (i %% 400),
@@ -397,7 +402,8 @@ PROPERTIES = """jsonb_strip_nulls(jsonb_build_object(
 
 
 def seed_events(project_id: int, count: int, *, people: int = PEOPLE) -> None:
-    """`count` events over the last 60 days, and their uuids, each in one INSERT ... SELECT.
+    """`count` events over the last 60 days, and their uuids: INSERT ... SELECT, the events in transactions of
+    EVENTS_PER_TRANSACTION.
 
     `people` people (`user-<n>`, 5,000 unless told), each sending one event in `people` in turn. What the query
     layer's rows compute over them must mean something: two thirds of the events are `$pageview`s and a third
@@ -405,7 +411,7 @@ def seed_events(project_id: int, count: int, *, people: int = PEOPLE) -> None:
     step of the funnel `$pageview` → `$autocapture` → `signed up`; a person keeps one browser (five of them, Chrome
     for half the people) and `signed up`, sent from a server, has none, so that a breakdown by `$browser` has several
     values and a "none" one."""
-    from django.db import connection
+    from django.db import connection, transaction
 
     from pipelines.events.models import Event, EventUUID
     from pipelines.events.partitions import events_ensure_partitions, month_of
@@ -435,28 +441,31 @@ def seed_events(project_id: int, count: int, *, people: int = PEOPLE) -> None:
     uuids = insert_from_recordset(
         EventUUID, connection, recordset="defaults", given={"project_id": "seeded.project_id", "uuid": "seeded.uuid"}
     )
+    parameters = {
+        "project": project_id,
+        "now": now,
+        "step": step_ms,
+        "people": people,
+        "defaults": orjson.dumps(events.default_row()).decode(),
+    }
+    for first in range(1, count + 1, EVENTS_PER_TRANSACTION):
+        last = min(count, first + EVENTS_PER_TRANSACTION - 1)
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(
+                f"""
+                INSERT INTO {events.table} ({events.columns})
+                SELECT {events.values}
+                FROM generate_series(%(first)s, %(last)s) AS i,
+                     LATERAL (SELECT i %% %(people)s AS person, i / %(people)s AS nth) AS sender,
+                     LATERAL (
+                         SELECT CASE WHEN person %% 4 = 0 AND nth %% 25 = 3 THEN 'signed up'
+                                     WHEN (nth + person) %% 3 = 0 THEN '$autocapture'
+                                     ELSE '$pageview' END AS name
+                     ) AS named{events.read_from("%(defaults)s::jsonb")}
+                """,
+                {**parameters, "first": first, "last": last},
+            )
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"""
-            INSERT INTO {events.table} ({events.columns})
-            SELECT {events.values}
-            FROM generate_series(1, %(count)s) AS i,
-                 LATERAL (SELECT i %% %(people)s AS person, i / %(people)s AS nth) AS sender,
-                 LATERAL (
-                     SELECT CASE WHEN person %% 4 = 0 AND nth %% 25 = 3 THEN 'signed up'
-                                 WHEN (nth + person) %% 3 = 0 THEN '$autocapture'
-                                 ELSE '$pageview' END AS name
-                 ) AS named{events.read_from("%(defaults)s::jsonb")}
-            """,
-            {
-                "project": project_id,
-                "now": now,
-                "step": step_ms,
-                "count": count,
-                "people": people,
-                "defaults": orjson.dumps(events.default_row()).decode(),
-            },
-        )
         cursor.execute(
             f"INSERT INTO {uuids.table} ({uuids.columns}) SELECT {uuids.values} "
             f"FROM {Event._meta.db_table} AS seeded{uuids.read_from('%(defaults)s::jsonb')} "
