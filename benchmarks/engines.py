@@ -3,9 +3,10 @@ the events sync's throughput into ClickHouse (chDB), and each query of the query
 each beside a floor measured in the same run.
 
 1. Drops and recreates the scratch database (DATABASE_URL, as `make bench`; its name must contain "bench"), migrates
-   it and seeds it (benchmarks/seed.py, `seed_events_at_scale`): at `--scale 1`, the issue's size, 10,000,000 events
-   over the last 60 days of 500,000 people (benchmarks/seed.py's events, 20 per person), each a person named by its
-   distinct id; then VACUUM ANALYZE. Nothing else is seeded: these rows read only events and persons.
+   it and seeds it (benchmarks/seed.py, `seed_events_at_scale`): at `--scale 1`, 10,000,000 events
+   over the last 60 days of 500,000 people (benchmarks/seed.py's events, 20 per person, stored in transactions of
+   100,000), each a person named by its distinct id; then VACUUM ANALYZE. Nothing else is seeded: these rows read
+   only events and persons.
 2. Migrates a chDB folder of the run's scratch folder (`manage.py clickhouse_migrate`) and times the events sync
    copying every event and every distinct id's change through the sync's own code (`sync_all`, what
    `manage.py sync_events --once` runs, with its batches of EVENTS_SYNC_BATCH_SIZE): events/s over the whole copy,
@@ -31,8 +32,8 @@ each beside a floor measured in the same run.
    its target, and how many times faster ClickHouse answered than PostgreSQL. Targets are printed, not enforced; the
    exit status is 1 only when something failed (a count that does not match, results that differ, an error).
 
-    make bench BENCH_ARGS="--engine clickhouse"                      # 10M events: an hour or more on 2 cores
-    make bench BENCH_ARGS="--engine clickhouse --scale 0.01"         # 100,000 events, a minute or two (CI)
+    make bench BENCH_ARGS="--engine clickhouse"                      # 10M events: 30-45 minutes on 2 cores
+    make bench BENCH_ARGS="--engine clickhouse --scale 0.01"         # 100,000 events, a minute or two
     .venv/bin/python benchmarks/run.py --engine clickhouse --scale 0.1 --query-runs 3
 """
 
@@ -50,7 +51,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-# At --scale 1: the issue's size.
+# At --scale 1.
 EVENTS = 10_000_000
 PEOPLE = 500_000
 SYNC_TARGET_EVENTS_PER_SECOND = 200_000

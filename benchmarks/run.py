@@ -32,6 +32,9 @@ endpoint beside its floor measured in the same run: the SQL statements its reque
     make bench BENCH_ARGS="--scale 0.1 --duration 3"
     .venv/bin/python benchmarks/run.py --reuse  # keep the seeded database of the last run with the same scale
     .venv/bin/python benchmarks/run.py --reuse --only "detail,users" --workers 2 --threads 1  # another layout
+
+`--engine clickhouse` measures the events in ClickHouse instead, beside PostgreSQL: the events sync and the query
+rows on both engines at 10M events (benchmarks/engines.py).
 """
 
 import argparse
