@@ -79,6 +79,22 @@ errorlog = os.environ.get("GUNICORN_ERROR_LOG", "-")
 loglevel = os.environ.get("GUNICORN_LOG_LEVEL", "info")
 proc_name = "workspace"
 
+# The longest request line (method, URL, protocol) gunicorn reads, in bytes. Its default, 4,094, answered a signed
+# embed's URL with gunicorn's own HTML 400 from about 4 KB of token; an embed's URL carries its token (up to 8,192
+# characters, dashboards.public.embeds.MAX_TOKEN_LENGTH) and its viewer's range and format, which 16 KiB holds. gunicorn
+# lowers any value of 8,190 or more to 8,190 (`MAX_REQUEST_LINE` in gunicorn.http.message), so that cap is raised to
+# this value below. Longer lines still get gunicorn's 400 before any of the service's code runs; 0 reads any length.
+limit_request_line = _int("GUNICORN_LIMIT_REQUEST_LINE", 16_384)
+
+
+def _allow_request_line(limit: int) -> None:
+    from gunicorn.http import message
+
+    message.MAX_REQUEST_LINE = max(message.MAX_REQUEST_LINE, limit + 1)
+
+
+_allow_request_line(limit_request_line)
+
 # The addresses whose X-Forwarded-* headers gunicorn believes for the request's scheme (wsgi.url_scheme). Django
 # reads X-Forwarded-Proto itself (SECURE_PROXY_SSL_HEADER, see README "Serve it in production").
 forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1,::1")

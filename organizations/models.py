@@ -148,7 +148,8 @@ class Invite(models.Model):
     The invite is also its own outbox entry: while `next_emailing_attempt_at` is set, its mail is due at that
     time. It is set in the transaction that creates the invite, and only `manage.py send_pending_invites` (the
     sender, organizations.services `invites_send_due`) mails it, never the request; a mail that a crash or a
-    failing mail server kept from going out stays known and is retried; it is cleared once the server took it.
+    failing mail server kept from going out stays known and is retried; it is cleared once the server took it. While
+    a sender is mailing it, it holds the time the sender's lease ends (INVITE_EMAIL_LEASE_SECONDS).
     """
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)

@@ -5,9 +5,12 @@ The invariants that concurrent requests could break are held by row locks and co
 keeps at least one owner and one project, slugs stay unique, one pending invite per email.
 """
 
+import contextlib
 import logging
 import secrets
 import smtplib
+import socket
+import threading
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -301,19 +304,54 @@ def invite_emailing_delay(attempts: int) -> timedelta:
 def _invite_claim(invite: Invite) -> bool:
     """Take a due invite for one attempt, with an update that only succeeds if no one else took it since it was read.
 
-    The attempt is counted before it starts, and the invite is due again when a failure would make it due: so an
-    attempt that never ends (the process stopped mid-send) is retried then, and one still running is not mailed
-    twice meanwhile.
+    The attempt is counted before it starts, and the claim is a lease: the invite is due again only when
+    INVITE_EMAIL_LEASE_SECONDS have passed, and the attempt is cut off before then (`_within_lease`). So no other
+    sender takes it while a mail server is still answering, however late, and an attempt that never ends (the
+    process stopped mid-send) is retried once the lease has run out.
     """
     now = timezone.now()
     attempts = invite.emailing_attempts + 1
-    retry_at = now + invite_emailing_delay(attempts)
+    lease_end = now + timedelta(seconds=settings.INVITE_EMAIL_LEASE_SECONDS)
     claimed = Invite.objects.filter(
         pk=invite.pk, emailing_attempts=invite.emailing_attempts, next_emailing_attempt_at__lte=now
-    ).update(emailing_attempts=attempts, next_emailing_attempt_at=retry_at)
+    ).update(emailing_attempts=attempts, next_emailing_attempt_at=lease_end)
     if claimed:
-        invite.emailing_attempts, invite.next_emailing_attempt_at = attempts, retry_at
+        invite.emailing_attempts, invite.next_emailing_attempt_at = attempts, lease_end
     return bool(claimed)
+
+
+class LeaseEnded(TimeoutError):
+    """The mail server had not finished with an invite when its sending lease was about to end."""
+
+
+@contextlib.contextmanager
+def _within_lease(connection):
+    """Run one attempt on `connection` within its invite's lease: when nine tenths of INVITE_EMAIL_LEASE_SECONDS have
+    passed, the connection's socket is shut down, which ends whatever step the mail server is slow to answer (a
+    timeout bounds each step, not their sum, nor a server that sends its answer a byte at a time). The attempt then
+    fails with LeaseEnded and is recorded before any other sender may take the invite. Backends without a socket
+    (locmem, console) are left alone."""
+    lease = settings.INVITE_EMAIL_LEASE_SECONDS
+    ended = threading.Event()
+
+    def cut() -> None:
+        sock = getattr(getattr(connection, "connection", None), "sock", None)
+        if sock is not None:
+            ended.set()
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+    timer = threading.Timer(lease * 0.9, cut)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    except Exception as error:
+        if ended.is_set():
+            raise LeaseEnded(f"The mail server did not finish within the sending lease ({lease} s).") from error
+        raise
+    finally:
+        timer.cancel()
 
 
 def _invite_record_attempt(invite: Invite, error: Exception | None) -> None:
@@ -347,8 +385,9 @@ def invites_send_email(*, invites: list[Invite]) -> dict:
             if not _invite_claim(invite):
                 continue
             try:
-                connection.open()  # once: later messages reuse the session
-                connection.send_messages([invite_email(invite)])
+                with _within_lease(connection):
+                    connection.open()  # once: later messages reuse the session
+                    connection.send_messages([invite_email(invite)])
             except Exception as error:  # any backend failure (SMTP, DNS, TLS...) must not lose the invite
                 logger.warning("Could not mail invite %s to %s: %s", invite.id, invite.target_email, error)
                 _invite_record_attempt(invite, error)

@@ -18,3 +18,7 @@ class PipelinesConfig(AppConfig):
             # At the first request, so that only a process that serves runs it (not runserver's reloader, nor a
             # command, nor gunicorn's master before it forks).
             request_started.connect(start_in_server, dispatch_uid="events-sync-in-server")
+        if settings.TEMPORAL_ADDRESS and settings.BATCH_EXPORT_WORKER_IN_SERVER:
+            from pipelines.batch_exports.temporal.worker import start_in_server as start_worker
+
+            request_started.connect(start_worker, dispatch_uid="batch-export-worker-in-server")

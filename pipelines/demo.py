@@ -4,7 +4,9 @@ of `make run` executes), one destination plugin in use, and four weeks of a shop
 The events tell a story the demo dashboard's insights can show: people arrive on a page (`$pageview`), some sign up
 (`signed_up`) and some of those buy (`purchase`), so a funnel has drop-offs at each step; and they come back on later
 days, some often and some never, so retention falls off cohort by cohort. They are made by arithmetic on each
-person's number, not at random, so every seed gives the same numbers (relative to when it ran).
+person's number, not at random, so every seed gives the same numbers (relative to when it ran). Every event names
+the visitor's `$browser`, and each browser's visitors sign up and buy alike, so that the demo's embed for Chrome
+visitors (dashboards.demo) shows a funnel with every step.
 
 The events make persons as capture's would (pipelines.events.persons): whoever signs up first looked at the shop's
 landing page anonymously (`demo-anon-N`, as a browser SDK names a visitor it does not know), and signing up sends
@@ -56,7 +58,9 @@ def demo_events(now: dt.datetime) -> list[tuple[str, str, dt.datetime, dict]]:
                     )
                 )
         start = now - dt.timedelta(days=first, minutes=minutes)
-        if person % 3 != 0:  # two in three sign up, twenty minutes after their first page view
+        # Two in three sign up, twenty minutes after their first page view, in each browser alike (the browser goes
+        # by person % 3, so who signs up goes by person // 3): a funnel locked to one browser has every step too.
+        if person // 3 % 3 != 1:
             # Before that, the landing page, seen as a visitor not yet known; signing up joins the two ids.
             anonymous = f"demo-anon-{person}"
             landing = {"$current_url": "https://shop.example/", "$browser": browser}
@@ -73,7 +77,12 @@ def demo_events(now: dt.datetime) -> list[tuple[str, str, dt.datetime, dict]]:
             if person % 4 in (1, 2) and bought >= 0:  # half of those buy, the same day or the next
                 price = 10 + person % 5 * 5
                 events.append(
-                    ("purchase", distinct_id, now - dt.timedelta(days=bought, minutes=minutes - 40), {"price": price})
+                    (
+                        "purchase",
+                        distinct_id,
+                        now - dt.timedelta(days=bought, minutes=minutes - 40),
+                        {"price": price, "$browser": browser},
+                    )
                 )
     return events
 

@@ -1,8 +1,8 @@
 """Routes under /api/projects/{project_id}/ owned by the pipelines app."""
 
 from pipelines.batch_exports.views import BatchExportBackfillViewSet, BatchExportRunViewSet, ProjectBatchExportViewSet
-from pipelines.events.views import EventViewSet, PersonViewSet
-from pipelines.query.views import QueryViewSet
+from pipelines.events.views import PersonViewSet
+from pipelines.query.views import EventViewSet, QueryViewSet
 from workspace.api.routers import OptionalSlashRouter
 
 router = OptionalSlashRouter()

@@ -55,7 +55,7 @@ KEY="$("$PY" manage.py seed_demo | grep -E '^[A-Za-z]+_[A-Za-z0-9_]{20,}$' | tai
 if [ -z "$KEY" ]; then echo "fuzz: seed_demo printed no API key" >&2; exit 1; fi
 
 PORT="$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-# The fuzzer checks the application, so gunicorn's own HTML 400 for a request line over 4 KB (a query string
+# The fuzzer checks the application, so gunicorn's own HTML 400 for a request line over 16 KiB (a query string
 # with a parameter repeated hundreds of times) is turned off here: such requests reach the application.
 .venv/bin/gunicorn workspace.wsgi:application --bind "127.0.0.1:$PORT" --workers 2 --timeout 60 \
   --limit-request-line 0 --log-level warning >"$WORKDIR/gunicorn.log" 2>&1 &

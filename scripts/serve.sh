@@ -20,10 +20,10 @@ fi
 "$PY" manage.py migrate --noinput
 "$PY" manage.py collectstatic --noinput --verbosity 0
 # Events at scale: the ClickHouse tables. The events sync is a service of its own beside gunicorn (`manage.py
-# sync_events`), except with a chDB folder, which one process only may open: then the one worker syncs in a thread
-# (gunicorn.conf.py refuses more than one worker).
+# sync_events`), except with a chDB folder, which one process only may open: then the one worker syncs in a thread,
+# and runs the batch exports, which read the events there, in another (gunicorn.conf.py refuses more than one worker).
 if [ -n "${CLICKHOUSE_URL:-}" ]; then
   "$PY" manage.py clickhouse_migrate
-  case "$CLICKHOUSE_URL" in chdb:*) export EVENTS_SYNC_IN_SERVER=true ;; esac
+  case "$CLICKHOUSE_URL" in chdb:*) export EVENTS_SYNC_IN_SERVER=true BATCH_EXPORT_WORKER_IN_SERVER=true ;; esac
 fi
 exec "$PY" -m gunicorn -c gunicorn.conf.py "$@"

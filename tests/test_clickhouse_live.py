@@ -1,9 +1,10 @@
 """Events at scale, end to end (DECISIONS.md §20): the service started as the README says with
 `CLICKHOUSE_URL=chdb:///…` (`manage.py clickhouse_migrate`, then one server process that syncs in a thread of its own)
 takes events through `/batch/`, and once the sync has them (the lag /readyz shows at zero) every query kind, a
-dashboard with tiles, its shared page and a signed embed answer from ClickHouse exactly as the same service answers
-from its own database. The answers are first taken in-process with the setting unset (the database's computation);
-then the events leave the service's database, so what the live service answers can only have come from ClickHouse."""
+dashboard with tiles, its shared page, a signed embed and the events list answer from ClickHouse exactly as the same
+service answers from its own database. The answers are first taken in-process with the setting unset (the database's
+computation); then the events leave the service's database, so what the live service answers can only have come from
+ClickHouse."""
 
 import datetime as dt
 import json
@@ -128,6 +129,7 @@ def test_every_read_answers_from_clickhouse_as_from_the_database(project, alice,
             "dashboard": ("get", f"/api/projects/{project.pk}/dashboards/{dashboard.pk}/?refresh=force_blocking", None),
             "shared page": ("get", f"/shared/{sharing.access_token}?format=json", None),
             "embed": ("get", f"/embed/{token}?format=json", None),
+            "events": ("get", f"/api/projects/{project.pk}/events/?limit=100", None),
         }
         local = Client(HTTP_AUTHORIZATION=f"Bearer {key}")
         on_database = {name: answer(local, method, path, data) for name, (method, path, data) in reads.items()}

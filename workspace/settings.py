@@ -297,18 +297,35 @@ PROJECT_QUERY_CONCURRENCY = env_int("PROJECT_QUERY_CONCURRENCY", 6)
 API_QUERY_BUDGET_MS = env_int("API_QUERY_BUDGET_MS", 60_000)
 # The largest answer a query computes: a HogQL result past this many bytes is refused, not held.
 QUERY_MAX_RESULT_BYTES = env_int("QUERY_MAX_RESULT_BYTES", 20_000_000)
+# The results of one API response together (a dashboard's tiles, a page of insights with results): past it, the rest
+# are left out, each saying `result_too_large`.
+DASHBOARD_MAX_RESULT_BYTES = env_int("DASHBOARD_MAX_RESULT_BYTES", 50_000_000)
 # The memory one statement of the query layer may use on ClickHouse (its `max_memory_usage`); past it the API answers
 # 400 `memory_limit` naming this setting.
 CLICKHOUSE_MAX_MEMORY_BYTES = env_int("CLICKHOUSE_MAX_MEMORY_BYTES", 4_000_000_000)
 # A shared page's tile is computed at most once per this many seconds per effective query, however many people look
 # (dashboards/results.py); meanwhile they all see the same result.
 SHARED_PAGE_REFRESH_SECONDS = env_int("SHARED_PAGE_REFRESH_SECONDS", 300)
+# How long a view of a public page waits for computations other requests run (all its tiles together) before it shows
+# the last result marked stale, or says the tile is being computed: anonymous viewers never hold the service's threads
+# for a computation's whole length. At most 10 seconds.
+SHARED_PAGE_WAIT_SECONDS = min(max(env_float("SHARED_PAGE_WAIT_SECONDS", 2.0), 0.0), 10.0)
+# How many threads of one process public pages' computations and waits may hold before views stop waiting (they then
+# show the last result, or that it is being computed, at once); keep it below the process's threads. 0: none waits.
+SHARED_PAGE_WAITING_VIEWS = max(env_int("SHARED_PAGE_WAITING_VIEWS", 2), 0)
+# The largest public page (a shared dashboard's HTML or JSON, an embed's): a tile whose result would take it past this
+# many bytes is left out, saying why, as it is written, so no worker ever holds a larger one.
+SHARED_PAGE_MAX_BYTES = max(env_int("SHARED_PAGE_MAX_BYTES", 5_000_000), 10_000)
 
 # Organization invites expire after this many days.
 INVITE_EXPIRY_DAYS = env_int("INVITE_EXPIRY_DAYS", 3)
 # An invite whose mail failed, or was cut short, is mailed again by `manage.py send_pending_invites` this many seconds
 # later, twice as long after each further attempt (an hour at most), until the invite expires.
 INVITE_EMAIL_RETRY_SECONDS = env_int("INVITE_EMAIL_RETRY_SECONDS", 60)
+# An attempt to mail an invite holds it for this many seconds (a lease): no other sender takes it meanwhile, so a mail
+# server that acknowledges late still gets it once, and the attempt is cut off before the lease ends. Keep it well
+# above EMAIL_TIMEOUT, which bounds each of the dozen steps of an attempt, not their sum.
+INVITE_EMAIL_LEASE_SECONDS = env_int("INVITE_EMAIL_LEASE_SECONDS", 120)
 
 # Domain verification: TXT records at "<prefix>.<domain>".
 DOMAIN_VERIFICATION_PREFIX = os.environ.get("DOMAIN_VERIFICATION_PREFIX", "_workspace-challenge")
@@ -351,6 +368,9 @@ READINESS_CHECKS = {"clickhouse": "pipelines.clickhouse.health.readiness"}
 # Run the sync in a thread of the server process, started by its first request: what a chdb:// folder needs, since no
 # other process may open it (scripts/run.sh and scripts/serve.sh set it for such a URL).
 EVENTS_SYNC_IN_SERVER = env_bool("EVENTS_SYNC_IN_SERVER", False)
+# Run a batch-export worker in a thread of the server process, started by its first request: with a chdb:// URL the
+# runs read the events from a folder no other process may open (scripts/run.sh and scripts/serve.sh set it then).
+BATCH_EXPORT_WORKER_IN_SERVER = env_bool("BATCH_EXPORT_WORKER_IN_SERVER", False)
 # With CLICKHOUSE_URL set, the month partitions of events (PostgreSQL) that lie wholly this many days back and are
 # wholly in ClickHouse are dropped by the sync, so that this database stops growing with the events.
 EVENTS_DATABASE_RETENTION_DAYS = max(0, env_int("EVENTS_DATABASE_RETENTION_DAYS", 7))

@@ -15,13 +15,23 @@ locks or lets its viewer pick. The query layer caches by the normalised query, s
 kept apart from the insight's own, which it never changes (DECISIONS.md §18).
 
 A public page computes with `refresh=SHARED` (`shared_result`): a result younger than `SHARED_PAGE_REFRESH_SECONDS`
-is shown as it is, and an older one is computed by one viewer while the others wait for it (a lock in the shared
-cache), so that a page costs at most one computation per tile and period however many people look.
+is shown as it is, and an older one is computed by one viewer (a lock in the shared cache), so that a page costs at
+most one computation per tile and period however many people look. The others wait for it
+`SHARED_PAGE_WAIT_SECONDS` at most, all the page's tiles together, and only while fewer than
+`SHARED_PAGE_WAITING_VIEWS` threads of the process compute or wait for public pages (past that they do not wait at
+all), and then show the last result marked `stale`, or, without one, say that it is `computing`: anonymous viewers
+never hold the service's threads for a computation's whole length, nor fill them while computations run.
+
+A public page's cache key stays the same for a whole period: its ranges are relative text wherever they can be
+(`-7d`, resolved by the query layer when it computes), and where they must be dates (an embed's viewer range cut by
+its locked one) they are resolved at the start of the current refresh period (`refresh_period_start`), never at the
+moment of the view.
 """
 
 import copy
 import datetime as dt
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
@@ -35,7 +45,7 @@ from rest_framework.exceptions import APIException
 from dashboards.core.models import Insight
 from pipelines.query.errors import EventsUnavailable, QueryError, QueryThrottled
 from pipelines.query.kinds import parse_query
-from pipelines.query.limits import QueryLimits
+from pipelines.query.limits import QueryLimits, ResultSize
 from pipelines.query.runner import cache_key, run_query
 from workspace.api.exceptions import DATABASE_UNAVAILABLE
 
@@ -62,6 +72,7 @@ SHARED = "shared"
 FILTERED_KINDS = frozenset({"TrendsQuery", "FunnelsQuery", "RetentionQuery"})
 WRAPPERS = ("InsightVizNode", "DataVisualizationNode")
 POLL_SECONDS = 0.05
+COMPUTING = "This result is being computed; it will be shown in a few seconds."
 
 
 @dataclass(frozen=True)
@@ -135,23 +146,27 @@ def insight_result(
     before_compute: Callable[[], None] | None = None,
     query: object = None,
     limits: QueryLimits | None = None,
+    wait_until: float | None = None,
 ) -> dict:
     """The insight's result as `refresh` says (blocking: cached while fresh, else computed now; force_blocking:
-    computed now; force_cache: cached or null; SHARED: see `shared_result`), in RESULT_FIELDS, of `query` when given
-    (a tile's effective query), else of the insight's own. A query that cannot run gives a null result and its
-    reason in `error`."""
+    computed now; force_cache: cached or null; SHARED: see `shared_result`, waiting until `wait_until`), in
+    RESULT_FIELDS, of `query` when given (a tile's effective query), else of the insight's own. A query that cannot
+    run gives a null result and its reason in `error`; one another request is computing, a null result and
+    `computing`."""
     query = insight.query if query is None else query
     if query is None:
         return _shown(None, project)
     try:
         if refresh == SHARED:
-            response = shared_result(project=project, query=query)
+            response = shared_result(project=project, query=query, wait_until=wait_until)
         else:
             response = run_query(
                 project=project, query=query, refresh=refresh, before_compute=before_compute, limits=limits
             )
     except QueryError as error:
         return _shown(None, project, error=_reason(error))
+    except StillComputing:
+        return {**_shown(None, project, error=COMPUTING), "computing": True}
     except EventsUnavailable as error:
         # The events' engine (ClickHouse) cannot be reached now: the API answers 503 with Retry-After; a public page
         # still shows, this tile saying so (and nothing is remembered: the next viewer tries again).
@@ -166,41 +181,94 @@ def insight_result(
     return _shown(response, project)
 
 
-def shared_result(*, project, query: object) -> dict:
+class StillComputing(Exception):
+    """Another request computes this result, and none is kept from before: a public page says so rather than wait."""
+
+
+_waiting: dict[int, threading.BoundedSemaphore] = {}
+_waiting_lock = threading.Lock()
+
+
+def waiting_slots() -> threading.BoundedSemaphore | None:
+    """The threads of this process that public pages' computations and waits may hold before views stop waiting
+    (SHARED_PAGE_WAITING_VIEWS; per process, since its threads are what they hold). None: no view waits."""
+    size = max(settings.SHARED_PAGE_WAITING_VIEWS, 0)
+    with _waiting_lock:
+        if size not in _waiting:
+            _waiting[size] = threading.BoundedSemaphore(size) if size else None
+        return _waiting[size]
+
+
+def wait_deadline() -> float:
+    """The `time.monotonic()` past which a public page waits no longer for computations other requests run."""
+    return time.monotonic() + settings.SHARED_PAGE_WAIT_SECONDS
+
+
+def refresh_period_start(now: dt.datetime | None = None) -> dt.datetime:
+    """The start of the refresh period holding `now` (periods of SHARED_PAGE_REFRESH_SECONDS from the Unix epoch,
+    in UTC): the "now" a public page resolves relative dates at, so that its queries, and their cache keys, stay
+    the same for a whole period."""
+    now = now or timezone.now()
+    period = max(settings.SHARED_PAGE_REFRESH_SECONDS, 1)
+    seconds = int(now.timestamp()) // period * period
+    return dt.datetime.fromtimestamp(seconds, tz=dt.UTC)
+
+
+def shared_result(*, project, query: object, wait_until: float | None = None) -> dict:
     """The result of `query` for a public page: the cached one while younger than SHARED_PAGE_REFRESH_SECONDS, else
-    computed by one request while the others wait for it, in this process or another.
+    computed by one request, in this process or another, while the others wait for it until `wait_until` (a
+    `time.monotonic()`; by default SHARED_PAGE_WAIT_SECONDS from now).
 
     The computing request holds a lock in the shared cache (`add`, which only one caller wins), with a timeout past
     the query's own so that a process that dies computing does not hold it for ever; the others poll the cache for
-    the new result. A computation that fails is remembered for the same period, so a broken query is not run again
-    for every viewer. QueryError when the query cannot run."""
+    the new result. Past `wait_until`, or at once when SHARED_PAGE_WAITING_VIEWS threads of this process already
+    compute or wait for public pages, a request takes the last result, marked `is_stale`, or raises StillComputing
+    when there is none. A computation that fails is remembered for the same period, so a broken query is not run
+    again for every viewer. QueryError when the query cannot run."""
+    wait_until = wait_deadline() if wait_until is None else wait_until
     parsed = parse_query(query)
     key = cache_key(project, parsed)
     fresh_for = dt.timedelta(seconds=settings.SHARED_PAGE_REFRESH_SECONDS)
     lock_key, failure_key = f"{key}:computing", f"{key}:failed"
     lock_seconds = settings.QUERY_TIMEOUT_MS // 1000 + 10
-    while True:
-        found = cache.get_many([key, failure_key])
-        entry = found.get(key)
-        if entry is not None and timezone.now() - entry["computed_at"] < fresh_for:
-            return {**entry["response"], "is_cached": True}
-        failure = found.get(failure_key)
-        if failure is not None:
-            raise QueryError(failure["detail"], attr=failure["attr"], code=failure["code"])
-        token = uuid.uuid4().hex
-        if cache.add(lock_key, token, timeout=lock_seconds):
-            try:
-                return run_query(project=project, query=query, refresh="force_blocking")
-            except QueryError as error:
-                if error.code != "throttled":  # the project busy now is no fault of the query's to remember
-                    failure = {"detail": str(error.detail), "attr": error.attr, "code": error.code}
-                    cache.set(failure_key, failure, settings.SHARED_PAGE_REFRESH_SECONDS)
-                raise
-            finally:
-                if cache.get(lock_key) == token:
-                    cache.delete(lock_key)
-        # Another request computes it: wait for its result (or for its lock to lapse, and then take it).
-        time.sleep(POLL_SECONDS)
+    slots, slot = waiting_slots(), None
+    try:
+        while True:
+            found = cache.get_many([key, failure_key])
+            entry = found.get(key)
+            if entry is not None and timezone.now() - entry["computed_at"] < fresh_for:
+                return {**entry["response"], "is_cached": True}
+            failure = found.get(failure_key)
+            if failure is not None:
+                raise QueryError(failure["detail"], attr=failure["attr"], code=failure["code"])
+            token = uuid.uuid4().hex
+            if cache.add(lock_key, token, timeout=lock_seconds):
+                # A computation holds a thread too: it takes a slot while one is free (and computes all the same
+                # when none is), so that waiting views never fill the threads computations leave.
+                if slot is None:
+                    slot = slots is not None and slots.acquire(blocking=False)
+                try:
+                    return run_query(project=project, query=query, refresh="force_blocking")
+                except QueryError as error:
+                    if error.code != "throttled":  # the project busy now is no fault of the query's to remember
+                        failure = {"detail": str(error.detail), "attr": error.attr, "code": error.code}
+                        cache.set(failure_key, failure, settings.SHARED_PAGE_REFRESH_SECONDS)
+                    raise
+                finally:
+                    if cache.get(lock_key) == token:
+                        cache.delete(lock_key)
+            # Another request computes it: wait for its result (or for its lock to lapse, and then take it), for a
+            # while, and only while few others of this process wait, so that its threads stay free for other work.
+            if slot is None:
+                slot = slots is not None and slots.acquire(blocking=False)
+            if not slot or time.monotonic() >= wait_until:
+                if entry is not None:
+                    return {**entry["response"], "is_cached": True, "is_stale": True}
+                raise StillComputing
+            time.sleep(POLL_SECONDS)
+    finally:
+        if slot:
+            slots.release()
 
 
 def cached_results(insights: Iterable[Insight], *, project, query_of: Callable[[Insight], object] | None = None):
@@ -266,10 +334,21 @@ class InsightResults:
         self.extra_properties = tuple(extra_properties)
         self.dates = dates
         self._shown: dict[int, dict] = {}
+        # A public page waits for other requests' computations this long at most, all its tiles together.
+        self.wait_until = wait_deadline() if refresh == SHARED else None
+        # The results of one response together (a dashboard's tiles, a page of insights), each counted as it is first
+        # shown: past DASHBOARD_MAX_RESULT_BYTES the rest say `result_too_large` instead (each one is within
+        # QUERY_MAX_RESULT_BYTES already). Shared with the dashboards' results `for_dashboard` makes.
+        self.budget = ResultSize(
+            settings.DASHBOARD_MAX_RESULT_BYTES,
+            advice="the response's other results leave no room for this one (DASHBOARD_MAX_RESULT_BYTES); read the "
+            "insight alone",
+        )
+        self._counted: set[int] = set()
 
     def for_dashboard(self, dashboard) -> "InsightResults":
-        """The results of `dashboard`'s tiles, its filters in force, in the same mode."""
-        return InsightResults(
+        """The results of `dashboard`'s tiles, its filters in force, in the same mode and within the same budget."""
+        results = InsightResults(
             project=self.project,
             refresh=self.refresh,
             before_compute=self.before_compute,
@@ -278,6 +357,8 @@ class InsightResults:
             dates=self.dates,
             limits=self.limits,
         )
+        results.budget = self.budget
+        return results
 
     def query_of(self, insight: Insight) -> object:
         """The query `insight` computes here: its own, or its tile's effective query."""
@@ -304,7 +385,19 @@ class InsightResults:
                 before_compute=self.before_compute,
                 query=self.query_of(insight),
                 limits=self.limits,
+                wait_until=self.wait_until,
             )
+        if insight.pk not in self._counted:
+            self._counted.add(insight.pk)
+            if shown.get("result") is not None:
+                try:
+                    self.budget.add(shown["result"])
+                except QueryError as error:
+                    shown = self._shown[insight.pk] = {
+                        **shown,
+                        "result": None,
+                        "error": f"{error.code}: {error.detail}",
+                    }
         return shown
 
 
@@ -321,8 +414,12 @@ def _shown(response: dict | None, project, *, error: str | None = None) -> dict:
         "is_cached": response.get("is_cached", False),
         "timezone": response.get("timezone", project.time_zone),
         "error": error,
-        # Not a field of the API's insights: the range the result covers, which the pages state.
+        # Not fields of the API's insights: the range the result covers, which the pages state; whether a public
+        # page shows a result older than its period while another request computes the next (`stale`), or none yet
+        # (`computing`).
         "resolved_date_range": response.get("resolved_date_range"),
+        "stale": bool(response.get("is_stale")),
+        "computing": False,
     }
 
 

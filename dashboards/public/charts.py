@@ -8,10 +8,16 @@ labelled bar per step for funnels, a table shaded by the share who came back for
 table. Every chart also has the numbers as a table, for whoever cannot see the picture. Points, ticks and labels are
 worked out here; the template only writes them out.
 
-What a chart says is true of its numbers: counts get whole-number ticks, a time axis names dates (each once), each
-series or breakdown value has one legend entry, and an empty cohort or a step nobody could reach is shown empty,
-never as 0 %. A chart draws at most MAX_SERIES series: the rest are summed as "Other" (the page links to all of
-them).
+What a chart says is true of its numbers: counts get whole-number ticks, a time axis names dates (each once) at a
+regular step that ends on the last interval, each series or breakdown value has one legend entry, and an empty cohort
+or a step nobody could reach is shown empty, never as 0 %.
+
+Its text is TEXT_SIZE units high, set on the SVG itself: a chart scales with the tile it is drawn in, and on a 390 px
+phone a tile draws it NARROW_WIDTH px wide, so the text is at least READABLE px there (the pages' CSS caps how wide a
+chart grows, so it stays under 19 px on a wide screen). Labels are placed by their width, about CHAR_WIDTH a
+character, so none overlaps another or leaves the chart.
+
+A chart draws at most MAX_SERIES series: the rest are summed as "Other" (the page links to all of them).
 """
 
 import datetime as dt
@@ -20,8 +26,15 @@ from dataclasses import dataclass, field
 
 from dashboards.core.models import Insight
 
-WIDTH, HEIGHT = 320, 160
-LEFT, RIGHT, TOP, BOTTOM = 40, 8, 8, 20  # room for the y ticks' labels on the left and the dates below
+WIDTH, HEIGHT = 320, 170
+TEXT_SIZE = 12  # units of the viewBox
+CHAR_WIDTH = 0.6 * TEXT_SIZE  # about the width of a character of system-ui at TEXT_SIZE (digits are narrower)
+# The width a chart is drawn at in a tile on a 390 px wide phone: the page's padding (1rem each side), the tile's
+# border and padding (1px and 1rem each side) taken off; and the least text size in px that reads well there.
+NARROW_WIDTH = 390 - 2 * 16 - 2 * (1 + 16)
+READABLE = 12
+RIGHT, TOP, BOTTOM = 8, 10, 24  # room for the top tick's label above and the dates below
+LABEL_GAP = 10  # the least room between two dates under the axis
 PALETTE = (
     "#1d4aff",
     "#f04f58",
@@ -46,8 +59,16 @@ MAX_TABLE_ROWS = 100  # of a HogQL result shown on the page
 MAX_SERIES = 25  # drawn on one chart; the rest are summed as "Other"
 BREAKDOWN_OTHER = "$$_posthog_breakdown_other_$$"
 OTHER = "Other"
-MAX_DATE_TICKS = 5
-FUNNEL_ROW = 30  # the height of a funnel step: its label line, then its bar
+# The steps, in intervals, at which dates are written under a time axis, finest first: the finest whose labels do
+# not collide is taken (then multiples of the last).
+DATE_STEPS = {
+    "hour": (1, 2, 3, 6, 12, 24, 48, 72, 168),
+    "day": (1, 2, 3, 7, 14, 28, 56, 91, 182, 364),
+    "week": (1, 2, 4, 8, 13, 26, 52),
+    "month": (1, 2, 3, 6, 12, 24),
+}
+FUNNEL_ROW = 34  # the height of a funnel step: its label line, then its bar
+FUNNEL_BAR = 10
 
 
 @dataclass(frozen=True)
@@ -101,7 +122,8 @@ class Cell:
 @dataclass(frozen=True)
 class Chart:
     """What the template draws. `kind`: line, bar, funnel, number, table, retention (`grid`, a shaded table whose
-    first column names the cohort) or empty ("No data"). `folded`: how many series were summed into "Other"."""
+    first column names the cohort), empty ("No data") or withheld (a page that may not show this result: `reason`
+    says why). `folded`: how many series were summed into "Other"."""
 
     kind: str
     lines: list[Mark] = field(default_factory=list)
@@ -114,11 +136,15 @@ class Chart:
     table: Table | None = None
     grid: list[list[Cell]] = field(default_factory=list)
     folded: int = 0
+    reason: str = ""
     width: int = WIDTH
     height: int = HEIGHT
-    plot_left: int = LEFT
+    text_size: int = TEXT_SIZE
+    plot_left: int = 0
     plot_right: int = WIDTH - RIGHT
     plot_bottom: int = HEIGHT - BOTTOM
+    # Where a date under the time axis has its tick mark.
+    date_marks: list[str] = field(default_factory=list)
 
     @property
     def drawn(self) -> bool:
@@ -217,8 +243,13 @@ def _trend(series: list[dict], folded: int, *, bars: bool, interval: str) -> Cha
     if count == 0:
         return Chart(kind="empty")
     top, ticks = _scale(max((max(data, default=0) for data in values), default=0), integer=_integers(values))
+    moments = [_moment(day) for day in days[:count]]
+    dates = _date_texts(moments, days, interval)
+    # Room for the y ticks' labels, and for a date centred under the first and the last interval.
+    half = math.ceil(max((_text_width(text) for text in dates), default=0) / 2) + 2
+    left, right = max(_left(ticks), half), max(RIGHT, half)
     legend = [Mark(color=_color(index), label=label) for index, label in enumerate(_labels(series))]
-    plot_width, plot_height = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+    plot_width, plot_height = WIDTH - left - right, HEIGHT - TOP - BOTTOM
     lines, rects = [], []
     if bars:
         group = plot_width / count
@@ -230,7 +261,7 @@ def _trend(series: list[dict], folded: int, *, bars: bool, interval: str) -> Cha
                     Mark(
                         color=legend[index].color,
                         label=legend[index].label,
-                        x=_coordinate(LEFT + position * group + group * 0.1 + index * bar_width),
+                        x=_coordinate(left + position * group + group * 0.1 + index * bar_width),
                         y=_coordinate(TOP + plot_height - height),
                         width=_coordinate(bar_width),
                         height=_coordinate(height),
@@ -239,13 +270,13 @@ def _trend(series: list[dict], folded: int, *, bars: bool, interval: str) -> Cha
                 )
 
         def x_of(position: int) -> float:
-            return LEFT + (position + 0.5) * group
+            return left + (position + 0.5) * group
 
     else:
         step = plot_width / (count - 1) if count > 1 else 0
 
         def x_of(position: int) -> float:
-            return LEFT + (position * step if count > 1 else plot_width / 2)
+            return left + (position * step if count > 1 else plot_width / 2)
 
         for index, data in enumerate(values):
             points = " ".join(
@@ -253,49 +284,66 @@ def _trend(series: list[dict], folded: int, *, bars: bool, interval: str) -> Cha
                 for position, value in enumerate(data)
             )
             lines.append(Mark(color=legend[index].color, label=legend[index].label, points=points))
-    moments = [_moment(day) for day in days[:count]]
     rows = [
         [str(days[position]) if position < len(days) else str(position + 1)]
         + [_format(data[position]) if position < len(data) else "" for data in values]
         for position in range(count)
     ]
+    labels = _date_labels(dates, interval, x_of)
     return Chart(
         kind="bar" if bars else "line",
         lines=lines,
         bars=rects,
         ticks=ticks,
-        labels=_date_labels(moments, days, interval, x_of, centred=bars),
+        labels=labels,
         legend=legend,
         table=Table(columns=["Date", *(mark.label for mark in legend)], rows=rows),
         folded=folded,
+        plot_left=left,
+        plot_right=WIDTH - right,
+        date_marks=[label.x for label in labels],
     )
 
 
-def _date_labels(moments: list, days: list, interval: str, x_of, *, centred: bool) -> list[Label]:
-    """Up to MAX_DATE_TICKS dates under the time axis, evenly spread from the first interval to the last, each date
-    written once, kept inside the chart: under a line's first and last points they start and end there; under bars
-    (`centred`) each is centred on its group."""
-    count = len(moments)
+def _date_texts(moments: list, days: list, interval: str) -> list[str]:
+    """Each interval's date as the axis writes it, with its year when the axis spans two or more."""
+    with_year = len({moment.year for moment in moments if moment is not None}) > 1
+    return [_date_text(moment, interval, day, with_year=with_year) for moment, day in zip(moments, days, strict=False)]
+
+
+def _date_positions(dates: list[str], interval: str, x_of) -> list[int]:
+    """The intervals whose dates are written under the time axis: every `step`-th one counted back from the last, at
+    the finest step of DATE_STEPS (the interval's) at which no two of them collide."""
+    count = len(dates)
     if count == 0:
         return []
-    wanted = min(count, MAX_DATE_TICKS)
-    positions = sorted({round(index * (count - 1) / (wanted - 1)) for index in range(wanted)} if wanted > 1 else {0})
-    years = {moment.year for moment in moments if moment is not None}
+    room = max(_text_width(text) for text in dates) + LABEL_GAP
+    spacing = x_of(1) - x_of(0) if count > 1 else WIDTH
+    steps = DATE_STEPS.get(interval, DATE_STEPS["day"])
+    step = next((step for step in steps if step * spacing >= room), None)
+    if step is None:
+        step = steps[-1] * math.ceil(room / (steps[-1] * spacing))
+    return list(range((count - 1) % step, count, step))
+
+
+def _date_labels(dates: list[str], interval: str, x_of) -> list[Label]:
+    """The dates under the time axis (`_date_positions`), each centred on its interval and written once."""
     labels, written = [], set()
-    for position in positions:
-        text = _date_text(moments[position], interval, days[position], with_year=len(years) > 1)
-        if text in written:
+    for position in _date_positions(dates, interval, x_of):
+        if dates[position] in written:
             continue
-        written.add(text)
-        x, anchor = x_of(position), "middle"
-        if centred:
-            x = min(max(x, LEFT + 4 * len(text) // 2), WIDTH - 2 - 4 * len(text) // 2)  # about 4 units a character
-        elif position == 0 and count > 1:
-            anchor = "start"
-        elif position == count - 1 and count > 1:
-            anchor = "end"
-        labels.append(Label(x=_coordinate(x), y=str(HEIGHT - 6), text=text, anchor=anchor))
+        written.add(dates[position])
+        labels.append(Label(x=_coordinate(x_of(position)), y=str(HEIGHT - 6), text=dates[position]))
     return labels
+
+
+def _text_width(text: str) -> float:
+    return len(text) * CHAR_WIDTH
+
+
+def _left(ticks: list[Tick]) -> int:
+    """Where the plot starts: room for the widest y tick label and a gap before the axis."""
+    return max(24, math.ceil(max((_text_width(tick.label) for tick in ticks), default=0)) + 8)
 
 
 def _moment(day) -> dt.datetime | None:
@@ -319,7 +367,8 @@ def _value_bars(series: list[dict], folded: int) -> Chart:
     """One bar per series (a breakdown's values side by side), for the displays that show one value per series."""
     values = [_number_of(entry.get("aggregated_value", entry.get("count"))) for entry in series]
     top, ticks = _scale(max(values, default=0), integer=_integers([values]))
-    plot_width, plot_height = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+    left = _left(ticks)
+    plot_width, plot_height = WIDTH - left - RIGHT, HEIGHT - TOP - BOTTOM
     slot = plot_width / len(values)
     legend, rects = [], []
     for index, (label, value) in enumerate(zip(_labels(series), values, strict=True)):
@@ -330,7 +379,7 @@ def _value_bars(series: list[dict], folded: int) -> Chart:
             Mark(
                 color=mark.color,
                 label=mark.label,
-                x=_coordinate(LEFT + index * slot + slot * 0.1),
+                x=_coordinate(left + index * slot + slot * 0.1),
                 y=_coordinate(TOP + plot_height - height),
                 width=_coordinate(slot * 0.8),
                 height=_coordinate(height),
@@ -344,6 +393,7 @@ def _value_bars(series: list[dict], folded: int) -> Chart:
         legend=legend,
         table=Table(columns=["Series", "Value"], rows=[[mark.label, mark.value] for mark in rects]),
         folded=folded,
+        plot_left=left,
     )
 
 
@@ -360,17 +410,20 @@ def _funnel(steps: list[dict]) -> Chart:
         share = _percent(count, first)
         value = f"{_format(count)} {'person' if count == 1 else 'people'}" + (f" · {share}" if share else "")
         top = 4 + index * FUNNEL_ROW
-        labels.append(Label(x="4", y=str(top + 9), text=_shortened(name, 34), anchor="start", kind="step"))
-        labels.append(Label(x=str(WIDTH - 4), y=str(top + 9), text=value, anchor="end", kind="value"))
-        tracks.append(Mark(color="", label=name, x="4", y=str(top + 13), width=str(length), height="10"))
+        # The step's name as long as fits beside its numbers.
+        room = max(4, int((length - _text_width(value) - LABEL_GAP) / CHAR_WIDTH))
+        labels.append(Label(x="4", y=str(top + TEXT_SIZE), text=_shortened(name, room), anchor="start", kind="step"))
+        labels.append(Label(x=str(WIDTH - 4), y=str(top + TEXT_SIZE), text=value, anchor="end", kind="value"))
+        bar_top = str(top + TEXT_SIZE + 6)
+        tracks.append(Mark(color="", label=name, x="4", y=bar_top, width=str(length), height=str(FUNNEL_BAR)))
         bars.append(
             Mark(
                 color=PALETTE[0],
                 label=name,
                 x="4",
-                y=str(top + 13),
+                y=bar_top,
                 width=_coordinate(length * count / first if first else 0),
-                height="10",
+                height=str(FUNNEL_BAR),
                 value=value,
             )
         )

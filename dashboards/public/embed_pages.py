@@ -3,122 +3,131 @@ grants (dashboards.public.embeds), for whoever holds the link, no key; `?format=
 as JSON.
 
 Every tile computes its effective query (dashboards.core.results): the dashboard's filters, then the token's locked
-properties ANDed to its own and the locked dates (or a viewer's range inside them, where the token allows one) over
-its range, computed once per SHARED_PAGE_REFRESH_SECONDS for every viewer and cached under that query. A tile whose
-kind takes no properties (HogQL) shows no result on a page that locks anything, rather than more than the token
-grants. The page reads no query parameter but `format`, `date_from` and `date_to`, so no URL widens what it locks.
+properties ANDed to its own and the locked dates (or a viewer's range inside them, where the token allows one: one
+the page offers, any other snapped to the nearest) over its range, computed once per SHARED_PAGE_REFRESH_SECONDS for
+every viewer and cached under that query. A tile whose kind takes no properties (HogQL) shows no result on a page
+that locks anything, rather than more than the token grants, and says why. The page states what it locks under its
+title ("Only: $browser = Chrome"). It reads no query parameter but `format` and `date_from` (a `date_to` only makes it
+say that the range shown is not the one asked for), so no URL widens what it locks.
 
 Framing is what the secret allows: `Content-Security-Policy: frame-ancestors` names its allowed origins (none:
 `'none'`), in place of the default policy's. Views count against the shared pages' rate per address, before the
 token is read; every refused token gets the same 404.
 """
 
-import datetime as dt
-import json
+import dataclasses
 from urllib.parse import urlencode
-from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.http import JsonResponse
-from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.clickjacking import xframe_options_exempt
 from django.views.decorators.http import require_http_methods
 
 from dashboards.core.models import DashboardTile
-from dashboards.core.results import FILTERED_KINDS, RESULT_FIELDS, SHARED, WRAPPERS, DateOverride, InsightResults
+from dashboards.core.results import FILTERED_KINDS, WRAPPERS, DateOverride
 from dashboards.core.selectors import shown_tiles
-from dashboards.public.embeds import Embed, EmbedRefused, ViewerRange, embed_from_token, viewer_range, within_locked
+from dashboards.public.charts import Chart
+from dashboards.public.embeds import (
+    Embed,
+    EmbedRefused,
+    ViewerRange,
+    embed_from_token,
+    offered_ranges,
+    viewer_range,
+)
 from dashboards.public.pages import json_response, page, page_context, page_response, refused_view
 from dashboards.public.ranges import VIEWER_RANGES, PageRange, RangeChoice, stated_range
-from pipelines.query import dates as query_dates
-from pipelines.query.errors import QueryError
+from dashboards.public.results import PageResults
 
 NOT_FOUND_PAGE = "dashboards/embed_not_found.html"
 NOT_FOUND = {"type": "invalid_request", "code": "not_found", "detail": "Not found.", "attr": None}
-UNLOCKABLE = "This tile's query cannot be limited to what the embed locks, so it is not shown here."
-LONG_PERIODS = "This tile's periods start before the dates this page shows, so it is not shown here."
-DEFAULT_RETENTION_PERIODS = 11  # a retention's totalIntervals when its query leaves it out
-MAX_RETENTION_PERIODS = 30
+UNLOCKABLE = "A {kind} cannot be limited to {locked}, so this tile shows no number here."
 CLAMPED = "This page shows no more than the dates its link allows, so it shows the part of your range inside them."
+SNAPPED = "This page does not offer that date range, so it shows the nearest one it does."
+# How the page states a locked property's operator: `$browser = Chrome`, `price ≥ 10`, `email is set`.
+OPERATOR_WORDS = {
+    "exact": "=",
+    "is_not": "≠",
+    "icontains": "contains",
+    "not_icontains": "does not contain",
+    "regex": "matches",
+    "not_regex": "does not match",
+    "gt": ">",
+    "gte": "≥",
+    "lt": "<",
+    "lte": "≤",
+    "is_set": "is set",
+    "is_not_set": "is not set",
+}
 
 
-class EmbedResults(InsightResults):
+class EmbedResults(PageResults):
     """The results an embed shows: each tile's effective query with the token's locks, and no result for a tile
     whose query cannot be held to them."""
 
     def __init__(self, embed: Embed, override: DateOverride | None):
         super().__init__(
             project=embed.project,
-            refresh=SHARED,
             filters=embed.dashboard.filters if embed.dashboard is not None else None,
             extra_properties=embed.properties,
             dates=override,
         )
         self.locks = bool(embed.properties or override)
+        self.locked = locked_text(embed.properties) or "the dates this page shows"
 
     def of(self, insight) -> dict:
         if self.locks and insight.query is not None and not lockable(insight.query):
-            return self.refused(UNLOCKABLE)
-        if insight.query is not None and self.query_of(insight) is None:
-            return self.refused(LONG_PERIODS)
+            return self.refused(insight, UNLOCKABLE.format(kind=kind_text(insight.query), locked=self.locked))
         return super().of(insight)
-
-    def refused(self, reason: str) -> dict:
-        return {**dict.fromkeys(RESULT_FIELDS), "is_cached": False, "error": reason, "timezone": self.project.time_zone}
-
-    def query_of(self, insight):
-        """The tile's effective query; a retention's periods kept to those that start inside the dates in force
-        (the query layer counts them back from the range's end, whatever its start), None when none does."""
-        query = super().query_of(insight)
-        if self.dates is None or not self.dates.date_from:
-            return query
-        source = query
-        while isinstance(source, dict) and source.get("kind") in WRAPPERS:
-            source = source.get("source")
-        if not isinstance(source, dict) or source.get("kind") != "RetentionQuery":
-            return query
-        periods = retention_periods_within(source, self.dates, self.project)
-        if periods is None:
-            return query  # a range the query layer will refuse, naming it
-        if periods == 0:
-            return None
-        retention = source.setdefault("retentionFilter", {})
-        if isinstance(retention, dict):
-            total = retention.get("totalIntervals")
-            total = total if isinstance(total, int) and not isinstance(total, bool) else DEFAULT_RETENTION_PERIODS
-            retention["totalIntervals"] = min(total, periods)
-        return query
-
-
-def retention_periods_within(source: dict, dates: DateOverride, project) -> int | None:
-    """How many of a retention's periods (`Day`, `Week` from Sunday, `Month`), counted back from the one that holds
-    the range's end, start no earlier than the range's start; None when the dates name no range."""
-    retention = source.get("retentionFilter") if isinstance(source.get("retentionFilter"), dict) else {}
-    unit = {"Day": "day", "Week": "week", "Month": "month"}.get(retention.get("period") or "Day", "day")
-    tz = ZoneInfo(project.time_zone)
-    try:
-        resolved = query_dates.resolve(dates.date_from, dates.date_to, tz=tz, now=timezone.now())
-    except QueryError:
-        return None
-    start = resolved.start.astimezone(tz)
-    period = query_dates.start_of(unit, (resolved.end - dt.timedelta(microseconds=1)).astimezone(tz))
-    count = 0
-    while period >= start and count < MAX_RETENTION_PERIODS:
-        count += 1
-        day = period.date()
-        day = (
-            query_dates.add_months(day, -1) if unit == "month" else day - dt.timedelta(days=7 if unit == "week" else 1)
-        )
-        period = query_dates.local_midnight(day, tz)
-    return count
 
 
 def lockable(query) -> bool:
     """Whether the query takes the properties and dates an embed locks (the kinds the effective query changes)."""
+    return _source(query).get("kind") in FILTERED_KINDS
+
+
+def _source(query) -> dict:
     while isinstance(query, dict) and query.get("kind") in WRAPPERS:
         query = query.get("source")
-    return isinstance(query, dict) and query.get("kind") in FILTERED_KINDS
+    return query if isinstance(query, dict) else {}
+
+
+def kind_text(query) -> str:
+    """The query's kind as a sentence names it: `HogQL query`, `EventsQuery query` for a kind without a word."""
+    kind = _source(query).get("kind")
+    if kind == "HogQLQuery":
+        return "HogQL query"
+    return f"{kind} query" if isinstance(kind, str) and kind else "query of this kind"
+
+
+def locked_text(properties: list[dict]) -> str:
+    """The locked properties as people read them, ANDed: `$browser = Chrome and plan ≠ free`; empty for none. A list
+    value is any of its values (`$browser = Chrome or Safari`)."""
+    parts = []
+    for prop in properties:
+        operator = prop.get("operator") or "exact"
+        words = OPERATOR_WORDS.get(operator, operator)
+        if operator in ("is_set", "is_not_set"):
+            parts.append(f"{prop['key']} {words}")
+            continue
+        value = prop.get("value")
+        values = value if isinstance(value, list) else [value]
+        joiner = " and " if operator in ("is_not", "not_icontains", "not_regex") else " or "
+        parts.append(f"{prop['key']} {words} {joiner.join(_value_text(item) for item in values)}")
+    return " and ".join(parts)
+
+
+def locked_statement(properties: list[dict]) -> str:
+    """What the page says it is held to, under its title: `Only: $browser = Chrome`; empty when nothing is locked."""
+    text = locked_text(properties)
+    return f"Only: {text}" if text else ""
+
+
+def _value_text(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "(none)" if value is None else str(value)
 
 
 @require_http_methods(["GET", "HEAD"])
@@ -141,16 +150,25 @@ def embedded_page(request, token: str):
     resource = embed.dashboard or embed.insight
     tiles = embed_tiles(embed)
     if as_json:
-        response = json_response(resource, tiles, results, shown)
-        add_embed_fields(response, embed)
+        response = json_response(resource, tiles, results, shown, first=embed_fields(embed))
         allow_origin(request, response, embed)
         return response
     context = page_context(request, resource, tiles, results, shown)
+    context["locked_line"] = locked_statement(embed.properties)
+    context["tiles"] = [withheld(tile, results) for tile in context["tiles"]]
     if not embed.viewer_date_range:
         context["numbers_href"] = "?format=json"  # the page's numbers, without a range the token does not allow
     response = page_response(request, context)
     response["Content-Security-Policy"] = framed_policy(embed)
     return response
+
+
+def withheld(shown, results: PageResults):
+    """A tile the page shows no result of, drawn as the reason why (and no "computed" line: nothing was)."""
+    reason = results.withheld.get(shown.tile.insight_id) if shown.tile.insight_id else None
+    if reason is None:
+        return shown
+    return dataclasses.replace(shown, chart=Chart(kind="withheld", reason=reason), meta="")
 
 
 def embed_range(embed: Embed, wanted: ViewerRange, override: DateOverride | None) -> PageRange:
@@ -160,19 +178,20 @@ def embed_range(embed: Embed, wanted: ViewerRange, override: DateOverride | None
     choices = ()
     if embed.viewer_date_range:
         chosen = wanted.requested if wanted.chosen else None
+        offered = offered_ranges(embed)
         choices = (
             RangeChoice(label="The page's own range", href="?", current=not wanted.chosen),
             *(
                 RangeChoice(label=label, href="?" + urlencode({"date_from": value}), current=value == chosen)
                 for value, label in VIEWER_RANGES
-                if within_locked(embed, value)
+                if value in offered
             ),
         )
     return stated_range(
         project=embed.project,
         filters=filters,
         override=override,
-        note=CLAMPED if wanted.clamped else "",
+        note=CLAMPED if wanted.clamped else SNAPPED if wanted.snapped else "",
         choices=choices,
         chosen=wanted.requested if wanted.chosen else None,
     )
@@ -189,13 +208,11 @@ def embed_tiles(embed: Embed) -> list[DashboardTile]:
     return tiles
 
 
-def add_embed_fields(response, embed: Embed) -> None:
-    """The JSON of the page, with what the token grants: the resource, what it locks and until when."""
-    data = json.loads(response.content)
+def embed_fields(embed: Embed) -> dict:
+    """What the JSON of the page says first: what the token grants (the resource, what it locks and until when)."""
     resource = {"dashboard": embed.dashboard.pk} if embed.dashboard is not None else {"insight": embed.insight.pk}
     locked = {"properties": embed.properties, "date_from": embed.date_from, "date_to": embed.date_to}
-    embedded = {"resource": resource, "locked": locked, "expires_at": embed.expires_at.isoformat()}
-    response.content = json.dumps({**embedded, **data}).encode()
+    return {"resource": resource, "locked": locked, "expires_at": embed.expires_at.isoformat()}
 
 
 def allow_origin(request, response, embed: Embed) -> None:

@@ -14,7 +14,8 @@ allows no public pages): the page answers one and the same 404 for each, so a to
 
 The locked properties are event property filters, as a query's `properties` are; they are ANDed into every tile's
 query, and the locked dates replace its range. Nothing the page's URL says can widen them: the only thing a viewer
-may choose is a date range, where the token allows it, and that stays inside the locked one (`viewer_range`).
+may choose is a date range, where the token allows it: one of the relative ranges the page offers inside the locked
+one, or the locked one itself; any other is snapped to the nearest of those (`viewer_range`).
 """
 
 import datetime as dt
@@ -28,7 +29,9 @@ from django.utils import timezone
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from dashboards.core.models import Dashboard, Insight
+from dashboards.core.results import refresh_period_start
 from dashboards.public.models import EmbedSecret
+from dashboards.public.ranges import VIEWER_RANGES, range_start
 from dashboards.public.services import embed_secret_value
 from pipelines.query.dates import resolve
 from pipelines.query.errors import QueryError
@@ -214,14 +217,16 @@ def _resource(resource: dict, project) -> tuple[Dashboard | None, Insight | None
 @dataclass(frozen=True)
 class ViewerRange:
     """The date range a page shows: `date_from` / `date_to` as the tiles' queries get them (None: the tile's own);
-    whether a viewer chose it (`chosen`, their `requested` start) and whether their choice was narrowed to fit inside
-    what the token allows (`clamped`)."""
+    whether a viewer chose it (`chosen`, their `requested` start), whether their choice was narrowed to fit inside
+    what the token allows (`clamped`) and whether it was replaced by the nearest range the page offers
+    (`snapped`)."""
 
     date_from: str | None
     date_to: str | None
     clamped: bool = False
     chosen: bool = False
     requested: str | None = None
+    snapped: bool = False
 
 
 def locked_range(embed: Embed, *, now: dt.datetime | None = None) -> tuple[dt.datetime, dt.datetime]:
@@ -247,25 +252,48 @@ def viewer_range(embed: Embed, date_from: str | None, date_to: str | None, *, no
     """The range the page shows for a viewer who asked for `date_from` / `date_to` (the page's query parameters).
 
     Without the token's leave (`viewer_date_range`), or without a choice, the locked dates (or the tiles' own). With
-    it, the viewer's range cut to fit inside the locked one (or, where no start is locked, the last
-    VIEWER_MAX_LOOKBACK_DAYS days): `clamped` when it had to be. A range that is no range is ignored."""
+    it, one of the ranges the page offers (`offered_ranges`: the relative ones that start inside the locked range, or
+    where no start is locked inside the last VIEWER_MAX_LOOKBACK_DAYS days) or the locked range itself: the one whose
+    start is nearest the viewer's (`snapped` when it is not the one asked for; `clamped` when it is the locked range
+    in place of a wider one). Offered ranges end now, so a viewer's `date_to` is not read. A range that names no
+    start is ignored.
+
+    Times are those of the start of the current refresh period (`refresh_period_start`), so that a range the locked
+    dates cut is the same query, and the same cached result, for every view of a period."""
     locked = ViewerRange(embed.date_from, embed.date_to)
     if not embed.viewer_date_range or not (date_from or date_to):
         return locked
-    now = now or timezone.now()
+    now = refresh_period_start(now)
     tz = ZoneInfo(embed.project.time_zone)
+    requested = (date_from or "").strip()[:64]
     try:
         lowest, highest = locked_range(embed, now=now)
-        wanted = resolve((date_from or "")[:64] or None, (date_to or "")[:64] or None, explicit=True, tz=tz, now=now)
     except QueryError:
         return locked
-    start, end = max(wanted.start.astimezone(tz), lowest), min(wanted.end.astimezone(tz), highest)
+    wanted = range_start(requested, tz=tz, now=now) if requested else None
+    if wanted is None:
+        return locked
+    offered = offered_ranges(embed, now=now)
+    starts = {value: range_start(value, tz=tz, now=now) for value in offered}
+    picked = min(offered, key=lambda value: (abs(starts[value] - wanted), starts[value]), default=None)
+    # The locked range itself, where its start is the nearest: narrowed to it (a wider range asked for) or snapped.
+    own = ViewerRange(embed.date_from, embed.date_to, clamped=wanted < lowest, snapped=wanted >= lowest)
+    if picked is None or abs(lowest - wanted) < abs(starts[picked] - wanted):
+        return own
+    snapped = picked != requested or bool(date_to)
+    if now <= highest:
+        return ViewerRange(picked, None, chosen=True, requested=picked, snapped=snapped)
+    # The locked range ends before now: the offered range cut to end with it.
+    start, end = max(starts[picked].astimezone(tz), lowest), highest
     if start >= end:
-        start, end = lowest, highest
-    clamped = start != wanted.start.astimezone(tz) or end != wanted.end.astimezone(tz)
-    return ViewerRange(
-        _date_value(start), _date_value(end, is_end=True), clamped=clamped, chosen=True, requested=date_from
-    )
+        return own
+    return ViewerRange(_date_value(start), _date_value(end, is_end=True), clamped=True, chosen=True, requested=picked)
+
+
+def offered_ranges(embed: Embed, *, now: dt.datetime | None = None) -> list[str]:
+    """The relative ranges (dashboards.public.ranges.VIEWER_RANGES) the page offers: those that start inside the
+    locked range."""
+    return [value for value, _ in VIEWER_RANGES if within_locked(embed, value, now=now)]
 
 
 def within_locked(embed: Embed, date_from: str, *, now: dt.datetime | None = None) -> bool:

@@ -15,27 +15,36 @@ reference's relative ranges, no further back than `max_lookback_days`; clamped a
 change properties. Results are computed at most once per SHARED_PAGE_REFRESH_SECONDS per query for every viewer;
 views are throttled per address (`shared_page_view` rate). `?format=json` gives every number of the page.
 
+A view waits SHARED_PAGE_WAIT_SECONDS at most for computations other views started: then a tile shows its last result,
+saying it is being refreshed, or that it is being computed, and the HTML page carries `Refresh` (the JSON
+`Retry-After`) so that the viewer comes back for it. A page is at most SHARED_PAGE_MAX_BYTES: a tile whose result
+would take it past that is left out, saying why, counted as it is written (`bounded_json`), never held whole.
+
 The page's rendering (`page_context`, `page_response`, `json_response`) is shared with other public pages of a
 dashboard (the signed embed, dashboards.public.embed_pages), which pass their own results and range.
 """
 
 import datetime as dt
+import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import urlencode
 from zoneinfo import ZoneInfo
 
-from django.http import Http404, HttpResponseNotAllowed, JsonResponse
+from django.conf import settings
+from django.core.serializers.json import DjangoJSONEncoder
+from django.http import Http404, HttpResponse, HttpResponseNotAllowed
 from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods
 from rest_framework.exceptions import Throttled
 
 from dashboards.core.models import DashboardTile, SharingConfiguration, SharingPassword
-from dashboards.core.results import SHARED, InsightResults
+from dashboards.core.results import InsightResults
 from dashboards.public.charts import Chart, chart
 from dashboards.public.ranges import PageRange, days_text, page_range
+from dashboards.public.results import PageResults
 from dashboards.public.selectors import shared_dashboard_get
 from dashboards.public.services import sharing_password_matching
 from workspace.api.throttling import FailedAuthenticationThrottle, FixedWindowRateThrottle
@@ -47,6 +56,16 @@ PAGE = "dashboards/shared_dashboard.html"
 LOCKED_PAGE = "dashboards/shared_dashboard_locked.html"
 UNLOCK_COOKIE = "shared_unlock"
 UNLOCK_MAX_AGE = 24 * 3600
+# A page with a tile still being computed asks the browser (`Refresh`) or a script (`Retry-After`) to come back then.
+COMPUTING_RETRY_SECONDS = 5
+TOO_LARGE = (
+    "result_too_large: This tile's result is larger than a public page may send (SHARED_PAGE_MAX_BYTES, {limit:,} "
+    "bytes), so it is not shown here."
+)
+PAGE_TOO_LARGE = (
+    "result_too_large: This page is larger than a public page may be (SHARED_PAGE_MAX_BYTES, {limit:,} bytes); its "
+    "numbers are in ?format=json."
+)
 
 
 class SharedPageUnlockThrottle(FailedAuthenticationThrottle):
@@ -101,7 +120,7 @@ def shared_dashboard(request, access_token: str):
         max_lookback_days=configuration.max_lookback_days,
         offer_choices=configuration.allow_viewer_date_range,
     )
-    results = InsightResults(project=dashboard.project, refresh=SHARED, filters=dashboard.filters, dates=shown.override)
+    results = PageResults(project=dashboard.project, filters=dashboard.filters, dates=shown.override)
     tiles = list(dashboard.tiles.all())
     if request.GET.get("format") == "json":
         return json_response(dashboard, tiles, results, shown)
@@ -225,6 +244,7 @@ def page_context(request, dashboard, tiles: Sequence[DashboardTile], results: In
         key=lambda tile: (0, laid[tile.pk][1], laid[tile.pk][0]) if laid[tile.pk] else (1, 0, 0),
     )
     shown_tiles, placements = [], []
+    budget, computing = settings.SHARED_PAGE_MAX_BYTES, False
     for index, tile in enumerate(ordered):
         place = f"at-{index}"
         layout = laid[tile.pk]
@@ -236,6 +256,12 @@ def page_context(request, dashboard, tiles: Sequence[DashboardTile], results: In
             continue
         insight = tile.insight
         result = results.of(insight)
+        size = bounded_size(result["result"], max(budget, 0)) if result["result"] is not None else 0
+        if size is None:  # drawn, it would take the page past its bound: not drawn, and said
+            result = too_large(result)
+        else:
+            budget -= size
+        computing = computing or bool(result.get("computing"))
         try:
             drawn = chart(insight, result)
         except Exception:  # a result of a shape the chart does not expect: this tile says so, the page still shows
@@ -258,6 +284,7 @@ def page_context(request, dashboard, tiles: Sequence[DashboardTile], results: In
         "placements": placements,
         "range": shown,
         "numbers_href": "?" + urlencode({**numbers, "format": "json"}),
+        "computing": computing,
     }
 
 
@@ -277,7 +304,12 @@ def _layout(tile: DashboardTile) -> tuple[int, int, int, int] | None:
 
 
 def tile_meta(result: dict, tz: ZoneInfo) -> str:
-    """Which dates the tile's result covers and when it was computed, in the project's time zone."""
+    """Which dates the tile's result covers and when it was computed, in the project's time zone; or that it is being
+    computed, or too large to show."""
+    if result.get("computing"):
+        return "Being computed: this page shows it in a few seconds"
+    if (result.get("error") or "").startswith("result_too_large"):
+        return "Too large to show on this page"
     parts = []
     covered = result.get("resolved_date_range") or {}
     try:
@@ -289,6 +321,8 @@ def tile_meta(result: dict, tz: ZoneInfo) -> str:
     try:
         computed = dt.datetime.fromisoformat(result["last_refresh"]).astimezone(tz)
         parts.append(f"computed {computed.day} {computed:%b %Y, %H:%M}")
+        if result.get("stale"):
+            parts.append("being refreshed")
     except (KeyError, TypeError, ValueError):
         parts.append("not computed")
     text = " · ".join(parts)
@@ -296,15 +330,67 @@ def tile_meta(result: dict, tz: ZoneInfo) -> str:
 
 
 def page_response(request, context: dict, status: int = 200):
-    """The dashboard's page, HTML, with the public pages' headers."""
-    return page(request, PAGE, context, status=status)
+    """The dashboard's page, HTML, with the public pages' headers; `Refresh` while a tile is being computed. A page
+    past SHARED_PAGE_MAX_BYTES (its tiles' results fit, their drawing does not) is a 400 `result_too_large`."""
+    response = page(request, PAGE, context, status=status)
+    if len(response.content) > settings.SHARED_PAGE_MAX_BYTES:
+        return page_too_large()
+    if context.get("computing"):
+        response["Refresh"] = str(COMPUTING_RETRY_SECONDS)
+    return response
 
 
-def json_response(dashboard, tiles: Sequence[DashboardTile], results: InsightResults, shown: PageRange):
-    """Every number of the page, as JSON: each tile with its insight's whole result (every series, every row), in
-    the fields the API's insights carry it in, and the range in force."""
+def page_too_large():
+    detail = PAGE_TOO_LARGE.format(limit=settings.SHARED_PAGE_MAX_BYTES)
+    response = HttpResponse(detail.encode(), status=400, content_type="text/plain; charset=utf-8")
+    response["Referrer-Policy"] = "no-referrer"
+    response["X-Robots-Tag"] = "noindex, nofollow"
+    return response
+
+
+def bounded_json(value, limit: int) -> str | None:
+    """`value` as JSON text, or None as soon as it passes `limit` bytes: the encoder's pieces are counted as they
+    come, so a result larger than the bound is never written out whole."""
+    pieces, size = [], 0
+    for piece in DjangoJSONEncoder(separators=(",", ":")).iterencode(value):
+        size += len(piece.encode()) if not piece.isascii() else len(piece)
+        if size > limit:
+            return None
+        pieces.append(piece)
+    return "".join(pieces)
+
+
+def bounded_size(value, limit: int) -> int | None:
+    """The size of `value` as JSON, in bytes, or None when past `limit` (counted as bounded_json counts it)."""
+    size = 0
+    for piece in DjangoJSONEncoder(separators=(",", ":")).iterencode(value):
+        size += len(piece.encode()) if not piece.isascii() else len(piece)
+        if size > limit:
+            return None
+    return size
+
+
+def too_large(result: dict) -> dict:
+    """A tile's result left out of a page it would take past SHARED_PAGE_MAX_BYTES, saying so."""
+    error = TOO_LARGE.format(limit=settings.SHARED_PAGE_MAX_BYTES)
+    return {**result, "result": None, "hasMore": None, "columns": None, "types": None, "error": error}
+
+
+def json_response(
+    dashboard,
+    tiles: Sequence[DashboardTile],
+    results: InsightResults,
+    shown: PageRange,
+    *,
+    first: dict | None = None,
+):
+    """Every number of the page, as JSON (after the fields `first`, when given): each tile with its insight's whole
+    result (every series, every row), in the fields the API's insights carry it in, and the range in force. Written
+    tile by tile within SHARED_PAGE_MAX_BYTES: a tile whose result would pass it has none, and an `error` saying so.
+    While a tile is being computed, `computing` is true and `Retry-After` says when to ask again."""
     override = shown.override
     data = {
+        **(first or {}),
         "name": dashboard.name,
         "description": dashboard.description,
         "timezone": dashboard.project.time_zone,
@@ -314,11 +400,29 @@ def json_response(dashboard, tiles: Sequence[DashboardTile], results: InsightRes
             "stated": shown.line,
             "note": shown.note or None,
         },
-        "tiles": [_json_tile(tile, results) for tile in tiles],
     }
-    response = JsonResponse(data)
+    budget = settings.SHARED_PAGE_MAX_BYTES - len(json.dumps(data, cls=DjangoJSONEncoder).encode())
+    written, computing = [], False
+    for tile in tiles:
+        shown_tile = _json_tile(tile, results)
+        text = bounded_json(shown_tile, max(budget, 0))
+        if text is None:
+            if "insight" in shown_tile:
+                shown_tile["insight"] = too_large(shown_tile["insight"])
+            else:
+                shown_tile["text"] = {"body": "", "error": TOO_LARGE.format(limit=settings.SHARED_PAGE_MAX_BYTES)}
+            text = json.dumps(shown_tile, cls=DjangoJSONEncoder, separators=(",", ":"))
+        budget -= len(text.encode()) + 1
+        computing = computing or bool(shown_tile.get("insight", {}).get("computing"))
+        written.append(text)
+    data["computing"] = computing
+    head = json.dumps(data, cls=DjangoJSONEncoder, separators=(",", ":"))
+    body = f'{head[:-1]},"tiles":[{",".join(written)}]}}'
+    response = HttpResponse(body.encode(), content_type="application/json")
     response["Referrer-Policy"] = "no-referrer"
     response["X-Robots-Tag"] = "noindex, nofollow"
+    if computing:
+        response["Retry-After"] = str(COMPUTING_RETRY_SECONDS)
     return response
 
 

@@ -1,5 +1,10 @@
 """The date ranges a public page offers its viewers and states above its tiles: a shared page's (its sharing's
-`allow_viewer_date_range` and `max_lookback_days`) and an embed's (dashboards.public.embed_pages)."""
+`allow_viewer_date_range` and `max_lookback_days`) and an embed's (dashboards.public.embed_pages).
+
+A viewer's range is one the page offers, never any other: a range asked for in the URL that the page does not offer
+(`-37h`) is snapped to the offered one whose start is nearest (`-48h`), and the page says so. Each distinct range is
+a computation of every tile, so a page costs the handful of computations its offered ranges make, whatever URLs its
+viewers type."""
 
 import datetime as dt
 import re
@@ -37,6 +42,9 @@ RELATIVE = re.compile(r"^-([1-9]\d{0,3})([hdwmy])$")
 
 
 UNIT_NAMES = {"h": "hour", "d": "day", "w": "week", "m": "month", "y": "year"}
+# Where `all` starts when ranges are compared (no project's events are older).
+EARLIEST_EVENT = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+SNAPPED = "This page does not offer that date range, so it shows the nearest one it does: {name}."
 
 
 @dataclass(frozen=True)
@@ -79,22 +87,23 @@ def page_range(
     now = now or timezone.now()
     tz = ZoneInfo(project.time_zone)
     override, note, chosen = None, "", None
+    offered = [(value, label) for value, label in VIEWER_RANGES if _within(value, max_lookback_days, tz=tz, now=now)]
     if requested:
         picked = requested.strip()[:16]
         if picked not in RANGE_NAMES and not RELATIVE.match(picked):
             note = "That date range is not one this page offers, so it shows the dashboard's own."
         else:
             chosen = picked
-            if not _within(picked, max_lookback_days, tz=tz, now=now):
+            if not _within(picked, max_lookback_days, tz=tz, now=now) or not offered:
                 picked = f"-{max_lookback_days}d"
                 days = "day" if max_lookback_days == 1 else f"{max_lookback_days} days"
                 note = f"This page looks back at most {days}, so it shows the last {days}."
+            elif picked not in RANGE_NAMES:
+                picked = chosen = nearest(picked, [value for value, _ in offered], tz=tz, now=now)
+                note = SNAPPED.format(name=RANGE_NAMES[picked])
             override = DateOverride(picked)
     choices = ()
     if offer_choices:
-        offered = [
-            (value, label) for value, label in VIEWER_RANGES if _within(value, max_lookback_days, tz=tz, now=now)
-        ]
         choices = (
             RangeChoice(label="The dashboard's range", href="?", current=chosen is None),
             *(
@@ -141,6 +150,29 @@ def stated_range(
         )
         line = f"{line} · {project.time_zone}"
     return PageRange(override=override, line=line, note=note, choices=tuple(choices), chosen=chosen)
+
+
+def nearest(requested: str, offered: Sequence[str], *, tz: ZoneInfo, now: dt.datetime) -> str:
+    """The range of `offered` (relative ranges ending now; at least one) whose start is nearest to the start of
+    `requested` (a relative range, `all`, or a date), the longer one of two as near; the first offered when
+    `requested` names no start."""
+    wanted = range_start(requested, tz=tz, now=now)
+    if wanted is None:
+        return offered[0]
+    starts = {value: range_start(value, tz=tz, now=now) for value in offered}
+    return min(
+        (value for value in offered if starts[value] is not None),
+        key=lambda value: (abs(starts[value] - wanted), starts[value]),
+        default=offered[0],
+    )
+
+
+def range_start(date_from: str, *, tz: ZoneInfo, now: dt.datetime) -> dt.datetime | None:
+    """The moment a range from `date_from` starts (not widened to whole days), or None when it names none."""
+    try:
+        return dates.resolve(date_from, None, explicit=True, tz=tz, now=now, earliest=lambda: EARLIEST_EVENT).start
+    except QueryError:
+        return None
 
 
 def _within(date_from: str, max_lookback_days: int, *, tz: ZoneInfo, now: dt.datetime) -> bool:

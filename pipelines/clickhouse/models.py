@@ -26,6 +26,9 @@ class SyncStream(models.Model):
     synced_at = models.DateTimeField(null=True, blank=True, help_text="When the last batch landed.")
     error = models.TextField(blank=True, help_text="Why the last attempt failed; empty once one succeeds.")
     error_at = models.DateTimeField(null=True, blank=True)
+    # The `distinct_ids` stream's first start logs every distinct id there is (pipelines.clickhouse.sources): on
+    # PostgreSQL a chunk at a time, through the distinct id of this number; null once done (and for the events).
+    logged_through = models.BigIntegerField(null=True, blank=True)
 
     class Meta:
         verbose_name = "events sync stream"
@@ -51,6 +54,9 @@ class DistinctIdChange(models.Model):
     deletion): a deleted row, or the old key of a row whose key changed, is a change with `is_deleted`. Two changes
     of one distinct id are made one after the other (the row is locked, or its key is unique), so the later one always
     has the greater `id`. A change copied to ClickHouse is deleted here by the sync.
+
+    The triggers write only while the sync's `distinct_ids` stream exists (migration 0014): the sync's first start
+    creates it and logs every distinct id there is then (pipelines.clickhouse.sources, `begin`).
     """
 
     id = models.BigAutoField(primary_key=True)

@@ -22,3 +22,10 @@ def events_lag(*, now: dt.datetime | None = None) -> dt.timedelta:
     if oldest is None:
         return dt.timedelta(0)
     return max((now or timezone.now()) - oldest, dt.timedelta(0))
+
+
+def events_waiting(*, project_id: int, received_before: dt.datetime) -> bool:
+    """Whether an event of the project that the service received before the moment is not yet in ClickHouse: what a
+    batch export run reading ClickHouse waits for."""
+    source = source_for(connection.vendor)
+    return source.waiting(events_position(), project_id=project_id, received_before=received_before)

@@ -19,16 +19,17 @@ import contextlib
 import datetime as dt
 import fcntl
 import functools
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
-from django.db import connection
+from django.db import connection, transaction
 
 from pipelines.clickhouse.models import DistinctIdChange, SyncStream
-from pipelines.events.models import Event
+from pipelines.events.models import Event, PersonDistinctId
 
 Key = tuple[int, int]  # (sync_xid, id); sync_xid is 0 on SQLite
 
@@ -77,6 +78,14 @@ DISTINCT_IDS = Stream(
     clickhouse_columns=("project_id", "distinct_id", "person_id", "is_deleted", "version"),
 )
 STREAMS = (DISTINCT_IDS, EVENTS)
+# What the sync logs when it first starts: every distinct id there is, as its first change (the triggers log the
+# changes only while the `distinct_ids` stream exists, migration 0014).
+LOG_DISTINCT_IDS = (
+    f"INSERT INTO {DistinctIdChange._meta.db_table} (project_id, distinct_id, person_id, is_deleted) "
+    f"SELECT project_id, distinct_id, person_id, false FROM {PersonDistinctId._meta.db_table} ORDER BY id"
+)
+# PostgreSQL's first start logs this many distinct ids per statement.
+LOG_CHUNK = 50_000
 
 
 @dataclass(frozen=True)
@@ -145,6 +154,41 @@ class PostgreSQL:
                 cursor.execute(f"SELECT sync_xid::text::bigint FROM {stream.table} WHERE id = %s", [row_id])
             return (cursor.fetchone()[0], row_id)
 
+    def begin(self, stream: Stream) -> SyncStream:
+        """The stream's position, created at the sync's first start; for `distinct_ids`, with every distinct id there
+        is logged. Without holding capture back: the position is committed first, which turns the triggers' log on;
+        once every transaction that was running then has ended, each change is either logged or committed, and the
+        distinct ids are read as they are, LOG_CHUNK at a time (`logged_through` says how far, so that a sync stopped
+        meanwhile goes on). These first changes take negative versions (the negated row id), below every change the
+        triggers log: a distinct id changed while its first change is written keeps the logged change's person."""
+        state, _ = SyncStream.objects.get_or_create(
+            name=stream.name, defaults={"logged_through": 0 if stream is DISTINCT_IDS else None}
+        )
+        if state.logged_through is None:
+            return state
+        mark = self.intake_mark()
+        while not self.ended(mark):
+            time.sleep(0.05)
+        while state.logged_through is not None:
+            with transaction.atomic():
+                state.logged_through = self.log_distinct_ids(after=state.logged_through)
+                SyncStream.objects.filter(name=stream.name).update(logged_through=state.logged_through)
+        return state
+
+    def log_distinct_ids(self, *, after: int) -> int | None:
+        """Log the next LOG_CHUNK distinct ids after the row `after`, with their negated row ids as versions; the last
+        row logged, or None when none is left."""
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"WITH chunk AS (SELECT id, project_id, distinct_id, person_id FROM {PersonDistinctId._meta.db_table} "
+                f"WHERE id > %s ORDER BY id LIMIT {LOG_CHUNK}), logged AS (INSERT INTO "
+                f"{DistinctIdChange._meta.db_table} (id, project_id, distinct_id, person_id, is_deleted) "
+                "SELECT -id, project_id, distinct_id, person_id, false FROM chunk) SELECT max(id), count(*) FROM chunk",
+                [after],
+            )
+            last, count = cursor.fetchone()
+        return last if count == LOG_CHUNK else None
+
     def intake_mark(self) -> int:
         """A mark of now: `ended(mark)` is true once every transaction running now has ended."""
         with connection.cursor() as cursor:
@@ -168,6 +212,17 @@ class PostgreSQL:
             )
             row = cursor.fetchone()
         return row[0] if row else None
+
+    def waiting(self, after: Key, *, project_id: int, received_before: dt.datetime) -> bool:
+        """Whether an event of the project received before the moment is not yet copied: one read of the rows past
+        the position (few, while the sync keeps up) by the sync's index."""
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT 1 FROM {EVENTS.table} WHERE (sync_xid, id) > (%s::text::xid8, %s) AND project_id = %s "
+                "AND inserted_at < %s LIMIT 1",
+                [str(after[0]), after[1], project_id, received_before],
+            )
+            return cursor.fetchone() is not None
 
     def prune(self, stream: Stream, through: Key) -> None:
         """Delete the rows up to `through`: the changes of distinct ids once ClickHouse has them."""
@@ -224,6 +279,17 @@ class SQLite:
         last_id = rows[-1][0] if stream is EVENTS else rows[-1][-1]
         return Batch(data=data, rows=len(rows), last=(0, last_id))
 
+    def begin(self, stream: Stream) -> SyncStream:
+        """The stream's position, created at the sync's first start; for `distinct_ids`, with every distinct id there
+        is logged in the same transaction, whose first write takes the database's one write lock: no change falls
+        between the two."""
+        with transaction.atomic():
+            state, created = SyncStream.objects.get_or_create(name=stream.name)
+            if created and stream is DISTINCT_IDS:
+                with connection.cursor() as cursor:
+                    cursor.execute(LOG_DISTINCT_IDS)
+        return state
+
     def intake_mark(self) -> int:
         return 0
 
@@ -233,6 +299,10 @@ class SQLite:
     def oldest_unsynced(self, after: Key) -> dt.datetime | None:
         row = Event.objects.filter(id__gt=after[1]).order_by("id").values_list("inserted_at", flat=True).first()
         return row
+
+    def waiting(self, after: Key, *, project_id: int, received_before: dt.datetime) -> bool:
+        events = Event.objects.filter(id__gt=after[1], project_id=project_id, inserted_at__lt=received_before)
+        return events.exists()
 
     def prune(self, stream: Stream, through: Key) -> None:
         with connection.cursor() as cursor:

@@ -120,7 +120,9 @@ def sync_all(*, limit: int | None = None) -> dict[str, int]:
 
 
 def _state(stream: Stream) -> SyncStream:
-    state, _ = SyncStream.objects.get_or_create(name=stream.name)
+    state = SyncStream.objects.filter(name=stream.name).first()
+    if state is None or state.logged_through is not None:  # the first start, or one stopped in its first logging
+        state = source_for(connection.vendor).begin(stream)
     return state
 
 

@@ -15,6 +15,7 @@ unless the whole body passes; then the events go in with one statement, their pe
 Every refusal carries the API's error body.
 """
 
+import dataclasses
 import datetime as dt
 import json
 import logging
@@ -63,6 +64,11 @@ def has_long_number(body: bytes) -> bool:
 EVENT_MAX_LENGTH = Event._meta.get_field("event").max_length
 DISTINCT_ID_MAX_LENGTH = Event._meta.get_field("distinct_id").max_length
 TOKEN_MAX_LENGTH = 64
+# The span of stored timestamps. One before the year 1000 (the start of the query layer's calendar,
+# pipelines.query.dates.EARLIEST; a client's zero date, 0001-01-01) is refused; one more than FUTURE_LEEWAY after the
+# event arrived is stored as the time of arrival, as the reference does (a clock set years ahead).
+EARLIEST_TIMESTAMP = dt.datetime(1000, 1, 1, tzinfo=dt.UTC)
+FUTURE_LEEWAY = dt.timedelta(hours=23)
 ALLOWED_METHODS = "POST, OPTIONS"
 # Properties are stored as this writes them: compact, and refusing what is not JSON (an overflowed float's inf).
 PROPERTIES_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
@@ -305,6 +311,8 @@ def parse_events(
         event = parse_plain_event(raw, fast=fast)
         if event is None:
             event = parse_event(raw, () if prefix is None else (*prefix, str(index)), now=now, fast=fast)
+        elif event.timestamp > now + FUTURE_LEEWAY:
+            event = dataclasses.replace(event, timestamp=now)
         parsed.append(event)
     return parsed
 
@@ -341,6 +349,8 @@ def parse_plain_event(raw, *, fast: bool = False) -> NewEvent | None:
         event_uuid = uuid.UUID(event_uuid)
         properties_json = encode_properties(properties, fast=fast)
     except (ValueError, OverflowError, RecursionError):
+        return None
+    if timestamp < EARLIEST_TIMESTAMP:
         return None
     return NewEvent(
         uuid=event_uuid,
@@ -410,6 +420,10 @@ def parse_event(raw, path: tuple[str, ...], *, now: dt.datetime, fast: bool = Fa
             raise refuse("timestamp", "timestamp must be an ISO 8601 date and time.") from None
         except OverflowError:
             raise refuse("timestamp", "timestamp is out of range once in UTC (years 1 to 9999).") from None
+        if timestamp < EARLIEST_TIMESTAMP:
+            raise refuse("timestamp", f"timestamp must fall in or after the year {EARLIEST_TIMESTAMP.year}.")
+        if timestamp > now + FUTURE_LEEWAY:  # as the reference: a sender's clock far ahead gives the time of arrival
+            timestamp = now
     else:
         raise refuse("timestamp", "timestamp must be an ISO 8601 date and time.")
 

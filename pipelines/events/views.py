@@ -3,33 +3,10 @@ import uuid
 from django.http import Http404
 
 from organizations.tenancy import ProjectScopedViewSet
-from pipelines.events.filters import EventFilterSet, PersonFilterSet
-from pipelines.events.models import Event, Person
-from pipelines.events.serializers import EventSerializer, PersonSerializer
-from workspace.api.pagination import UncountedLimitOffsetPagination
+from pipelines.events.filters import PersonFilterSet
+from pipelines.events.models import Person
+from pipelines.events.serializers import PersonSerializer
 from workspace.api.viewsets import ListMixin, RetrieveMixin
-
-
-class EventViewSet(ProjectScopedViewSet, ListMixin, RetrieveMixin):
-    """A project's events, newest first; one is found by its `id`, the uuid the sender gave it, as the reference
-    finds it. The list is not counted (`count` is null; `next` says whether more follow), since a project may hold
-    millions of events."""
-
-    # /api/projects/{project_id}/events/[{uuid}/]
-    scope_object = "query"
-    serializer_class = EventSerializer
-    filterset_class = EventFilterSet
-    pagination_class = UncountedLimitOffsetPagination
-    queryset = Event.objects.none()
-    lookup_field = "uuid"
-    lookup_url_kwarg = "id"
-    lookup_value_regex = "[^/]+"
-
-    def get_queryset(self):
-        return self.project.events.order_by(*Event.NEWEST_FIRST)
-
-    def lookup_value(self, value: str):
-        return _uuid_or_404(value)
 
 
 class PersonViewSet(ProjectScopedViewSet, ListMixin, RetrieveMixin):
@@ -54,10 +31,10 @@ class PersonViewSet(ProjectScopedViewSet, ListMixin, RetrieveMixin):
         super().initial(request, *args, **kwargs)
 
     def lookup_value(self, value: str):
-        return _uuid_or_404(value) if self.lookup_field == "uuid" else value
+        return uuid_or_404(value) if self.lookup_field == "uuid" else value
 
 
-def _uuid_or_404(value: str) -> uuid.UUID:
+def uuid_or_404(value: str) -> uuid.UUID:
     """A uuid from the URL; anything else names no event or person (404, as an unknown one)."""
     try:
         return uuid.UUID(value)

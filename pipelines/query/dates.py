@@ -23,6 +23,9 @@ MAX_INTERVALS = 5_000
 # window, cohort and time-zone shift worked out from them stays inside it too.
 EARLIEST = dt.datetime(1000, 1, 1, tzinfo=dt.UTC)
 LATEST = dt.datetime(9000, 1, 1, tzinfo=dt.UTC)
+# `all` starts at the project's first event since 2015, as in the reference (its EARLIEST_TIMESTAMP): an event dated
+# earlier (a client's zero date, 0001-01-01) does not stretch every `all` range back to it, nor out of the calendar.
+ALL_SINCE = dt.datetime(2015, 1, 1, tzinfo=dt.UTC)
 RELATIVE = re.compile(r"^-(\d{1,5})([hdwmy])$")
 DEFAULT_DATE_FROM = "-7d"
 HOUR = dt.timedelta(hours=1)
@@ -113,13 +116,13 @@ def resolve(
     earliest: Callable[[], dt.datetime | None] = lambda: None,
     attr: Callable[[str], str] = lambda name: name,
 ) -> DateRange:
-    """The range a query's `dateRange` names; `earliest()` gives the project's first event, for `all` (none: now);
-    `attr(name)` names a date in an error (as is: `date_from`, `date_to`)."""
+    """The range a query's `dateRange` names; `earliest()` gives the project's first event since ALL_SINCE, for `all`
+    (none, or one after now: now); `attr(name)` names a date in an error (as is: `date_from`, `date_to`)."""
     unit = "hour" if interval == "hour" else "day"
     local_now = now.astimezone(tz)
     if date_from == "all":
         first = earliest()
-        start = start_of(unit, within_calendar(first or local_now, attr("date_from")).astimezone(tz))
+        start = start_of(unit, min(first or local_now, local_now).astimezone(tz))
     else:
         start, _ = _parse(date_from or DEFAULT_DATE_FROM, local_now, tz, attr("date_from"))
         if not explicit:

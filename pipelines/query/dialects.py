@@ -35,6 +35,7 @@ from django.db import DatabaseError, DataError, OperationalError, ProgrammingErr
 from sqlglot import exp
 
 from pipelines.events.models import Event, PersonDistinctId
+from pipelines.query.dates import ALL_SINCE
 from pipelines.query.errors import ClickHouseError, QueryError
 from pipelines.query.limits import MAX_CELLS, Deadline
 from pipelines.query.sql import EVENTS, PERSON_IDS, column, number, project_events, string
@@ -141,7 +142,8 @@ class Dialect:
     # Running -------------------------------------------------------------------------------------------------------
 
     def first_event(self, project_id: int) -> dt.datetime | None:
-        """When the project's first event happened (None before any): what `date_from: all` starts from."""
+        """When the project's first event since `dates.ALL_SINCE` happened (None before any): what `date_from: all`
+        starts from."""
         raise NotImplementedError
 
     def execute(self, tree: exp.Expression, *, max_bytes: int | None = None) -> list[tuple]:
@@ -207,7 +209,7 @@ class _Connected(Dialect):
 
     def first_event(self, project_id: int) -> dt.datetime | None:
         # Through the ORM, needing no deadline: one index lookup, as a query's shape is checked before it computes.
-        events = Event.objects.filter(project_id=project_id).order_by("timestamp")
+        events = Event.objects.filter(project_id=project_id, timestamp__gte=ALL_SINCE).order_by("timestamp")
         return events.values_list("timestamp", flat=True).first()
 
     def execute(self, tree: exp.Expression, *, max_bytes: int | None = None) -> list[tuple]:
@@ -428,7 +430,12 @@ class SQLite(_Connected):
     def _rows(self, cursor, sql: str, timeout_ms: int, max_bytes: int | None) -> list[tuple]:
         with _sqlite_guard(cursor, self.deadline):
             cursor.execute(sql)
-            return cursor.fetchall() if max_bytes is None else _capped(iter(cursor), max_bytes)
+            if max_bytes is None:
+                return cursor.fetchall()
+            # Row by row through `fetchone`, not the cursor's iterator: leaving that early closes the cursor itself
+            # (a generator's `yield from` closes what it delegates to), and the guard's last PRAGMA then fails,
+            # leaving the connection read-only.
+            return _capped(iter(cursor.fetchone, None), max_bytes)
 
     def _consumed(self, cursor, sql: str, timeout_ms: int, consume: Callable):
         with _sqlite_guard(cursor, self.deadline):
@@ -600,10 +607,20 @@ class ClickHouse(Dialect):
             )
         return node
 
+    def plain_like(self, subject: exp.Expression, pattern: exp.Expression, *, ignore_case: bool) -> exp.Expression:
+        """ClickHouse's LIKE reads a backslash as an escape: each one in the pattern is doubled, so it stands for
+        itself, as on the other engines."""
+        if isinstance(pattern, exp.Literal):
+            pattern = string(pattern.this.replace("\\", "\\\\"))
+        else:
+            pattern = exp.Anonymous(this="replaceAll", expressions=[pattern, string("\\"), string("\\\\")])
+        return super().plain_like(subject, pattern, ignore_case=ignore_case)
+
     def first_event(self, project_id: int) -> dt.datetime | None:
         table, mine = project_events(project_id)
         micros = exp.Anonymous(this="toUnixTimestamp64Micro", expressions=[column("timestamp")])
-        first = exp.select(micros).from_(table).where(mine).order_by(column("timestamp")).limit(1)
+        since = exp.GTE(this=column("timestamp"), expression=self.timestamp(ALL_SINCE))
+        first = exp.select(micros).from_(table).where(exp.and_(mine, since)).order_by(column("timestamp")).limit(1)
         rows = self.execute(first)
         return EPOCH + dt.timedelta(microseconds=int(rows[0][0])) if rows else None
 

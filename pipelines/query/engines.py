@@ -11,12 +11,14 @@ With the setting unset nothing of ClickHouse is imported: the room's client modu
 it opens a client.
 """
 
+import datetime as dt
 import json
 from dataclasses import dataclass
 
 from django.db import connection
 
 from pipelines.clickhouse import client as clickhouse
+from pipelines.clickhouse.selectors import events_waiting
 from pipelines.query.dialects import ClickHouse, Dialect, dialect_for
 from pipelines.query.errors import ClickHouseError, EventsUnavailable
 from pipelines.query.limits import Deadline
@@ -58,6 +60,14 @@ CLICKHOUSE = Engine("clickhouse")
 def events_engine() -> Engine:
     """The engine that holds the events now: ClickHouse with CLICKHOUSE_URL set, else the service's database."""
     return CLICKHOUSE if clickhouse.configured() else DATABASE
+
+
+def holds_events_received_before(engine: Engine, *, project_id: int, moment: dt.datetime) -> bool:
+    """Whether `engine` holds every event of the project that the service received before `moment`: the database
+    holds them once stored; ClickHouse once the events sync has copied them (pipelines.clickhouse.sync)."""
+    if engine is DATABASE:
+        return True
+    return not events_waiting(project_id=project_id, received_before=moment)
 
 
 def execute(sql: str) -> list[tuple]:

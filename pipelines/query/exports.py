@@ -33,7 +33,6 @@ stop a run on PostgreSQL or read differently on SQLite, an export's WHERE follow
 """
 
 import datetime as dt
-import math
 import uuid
 from dataclasses import dataclass
 
@@ -92,16 +91,17 @@ class ExportQuery:
     where: exp.Expression | None = None
 
 
-def compile_export(text: str | None) -> ExportQuery:
-    """The columns and the WHERE of an export's query; all the event fields and no WHERE when it is empty. QueryError
-    (`attr: "hogql_query"`) when the query is not one an export can run."""
+def compile_export(text: str | None, *, dialect: Dialect | None = None) -> ExportQuery:
+    """The columns and the WHERE of an export's query, the WHERE built for `dialect` (the connection's unless given);
+    all the event fields and no WHERE when it is empty. QueryError (`attr: "hogql_query"`) when the query is not one
+    an export can run."""
     if text is None or not text.strip():
         return ExportQuery(columns=tuple((name, (name,)) for name in FIELDS))
     text = text.strip()
     if len(text) > MAX_QUERY_LENGTH:
         raise QueryError(f"The query is too long (at most {MAX_QUERY_LENGTH:,} characters).", attr="hogql_query")
     try:
-        return _ExportTranslator(dialect_for(connection)).compile(text)
+        return _ExportTranslator(dialect or dialect_for(connection)).compile(text)
     except QueryError as error:
         raise QueryError(error.detail, attr="hogql_query", code=error.code) from None
     except RecursionError:
@@ -208,11 +208,6 @@ class _ExportTranslator(Translator):
             "Arithmetic, now() and INTERVAL are not allowed in a batch export's WHERE: compare columns and "
             "properties with values (a run must read the same events whenever it runs)."
         )
-
-    def visit_literal(self, node: exp.Literal, *, aliases: bool) -> Typed:
-        if not node.is_string and not math.isfinite(float(node.this)):
-            raise QueryError(f"{node.this[:50]} is beyond the range of numbers.")
-        return super().visit_literal(node, aliases=aliases)
 
     def visit_column(self, node: exp.Expression, *, aliases: bool) -> Typed:
         keys = self.path(node)

@@ -43,6 +43,7 @@ from sqlglot import exp
 from pipelines.query import arrays, dates
 from pipelines.query.dialects import Dialect
 from pipelines.query.errors import QueryError
+from pipelines.query.limits import ResultSize
 from pipelines.query.nodes import FunnelsFilter, FunnelsQuery, ParsedQuery
 from pipelines.query.properties import property_condition
 from pipelines.query.sql import column, number, project_events, string, with_persons
@@ -69,22 +70,25 @@ def run(parsed: ParsedQuery, *, project, now: dt.datetime, dialect: Dialect) -> 
     )
     plan = PLANS[dialect.sequences]
     figures = plan(parsed, project_id=project.pk, dialect=dialect, start=resolved.start, end=resolved.end)
+    size = ResultSize(advice="use fewer steps or shorter names")
     results = []
     for order, (series, (count, average, median)) in enumerate(zip(query.series, figures, strict=True)):
         name = series.event if series.event is not None else "All events"
         if query.funnelsFilter.funnelOrderType == "unordered":  # a position counts whichever step was done there
             name = f"Completed {order + 1} step{'s' if order else ''}"
         results.append(
-            {
-                "action_id": series.event,
-                "name": name,
-                "custom_name": series.custom_name,
-                "order": order,
-                "type": "events",
-                "count": count,
-                "average_conversion_time": _seconds(average) if order else None,
-                "median_conversion_time": _seconds(median) if order else None,
-            }
+            size.add(
+                {
+                    "action_id": series.event,
+                    "name": name,
+                    "custom_name": series.custom_name,
+                    "order": order,
+                    "type": "events",
+                    "count": count,
+                    "average_conversion_time": _seconds(average) if order else None,
+                    "median_conversion_time": _seconds(median) if order else None,
+                }
+            )
         )
     return {
         "results": results,

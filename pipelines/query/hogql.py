@@ -23,6 +23,7 @@ property compared with a number is compared as a number, and `sum`/`avg` of a pr
 
 import datetime as dt
 import json
+import math
 import uuid
 from dataclasses import dataclass
 from decimal import Decimal
@@ -37,6 +38,7 @@ from sqlglot.tokens import Tokenizer, TokenType
 from pipelines.query import dates
 from pipelines.query.dialects import Dialect
 from pipelines.query.errors import QueryError
+from pipelines.query.limits import ResultSize
 from pipelines.query.nodes import HogQLQuery, ParsedQuery
 from pipelines.query.sql import column, project_events, with_persons
 
@@ -62,6 +64,9 @@ ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)
 NUMERIC = {"Int64", "UInt64", "Float64"}
 TIMES = {"DateTime", "LocalDateTime", "Date"}
 INTERVAL_UNITS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400, "week": 7 * 86400}
+# Whole numbers are 64-bit, as in every engine (ClickHouse's Int64, PostgreSQL's bigint, SQLite's INTEGER). A longer
+# literal is refused by its length before it is read: Python refuses to read a text of more than 4,300 digits.
+MAX_WHOLE = 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -81,15 +86,19 @@ def run(parsed: ParsedQuery, *, project, now: dt.datetime, dialect: Dialect) -> 
     except RecursionError:
         raise _too_deep() from None
     # Rows are read as they come and refused past QUERY_MAX_RESULT_BYTES, never held whole (a worker's memory stays
-    # bounded whatever the rows hold).
+    # bounded whatever the rows hold); their values as the answer shows them (quoted, dates as text) are counted
+    # again as each row is converted.
     rows = dialect.execute(translation.tree, max_bytes=int(settings.QUERY_MAX_RESULT_BYTES))
     limit = translation.limit
     tz = ZoneInfo(project.time_zone)
     converters = [_converter(type_, tz) for _, type_ in translation.columns]
+    size = ResultSize(advice="select fewer columns or rows (LIMIT)")
     return {
         "columns": [name for name, _ in translation.columns],
         "types": [[name, _type_name(type_, project.time_zone)] for name, type_ in translation.columns],
-        "results": [[convert(value) for convert, value in zip(converters, row, strict=True)] for row in rows[:limit]],
+        "results": [
+            size.add([convert(value) for convert, value in zip(converters, row, strict=True)]) for row in rows[:limit]
+        ],
         "hogql": translation.hogql,
         "limit": limit,
         "offset": translation.offset,
@@ -228,7 +237,7 @@ class Translator:
         value = clause.expression
         if not (isinstance(value, exp.Literal) and not value.is_string and value.this.isdigit()):
             raise QueryError(f"{name} takes a whole number.")
-        return int(value.this)
+        return whole_number(value.this)
 
     def _ordered(self, item: exp.Expression) -> exp.Expression:
         if not isinstance(item, exp.Ordered):
@@ -273,7 +282,12 @@ class Translator:
     def visit_literal(self, node: exp.Literal, *, aliases: bool) -> Typed:
         if node.is_string:
             return Typed(node.copy(), "String")
-        return Typed(node.copy(), "Int64" if node.this.lstrip("-").isdigit() else "Float64")
+        if node.this.lstrip("-").isdigit():
+            whole_number(node.this)
+            return Typed(node.copy(), "Int64")
+        if not math.isfinite(float(node.this)):
+            raise QueryError(f"{_abridged(node.this)} is beyond the range of numbers.")
+        return Typed(node.copy(), "Float64")
 
     def visit_null(self, node: exp.Null, *, aliases: bool) -> Typed:
         return Typed(exp.Null(), "Null")
@@ -425,8 +439,8 @@ class Translator:
         unit = (interval.unit.name if interval.unit else "").lower().rstrip("s")
         if not str(amount_text).isdigit() or unit not in (*INTERVAL_UNITS, "month", "year"):
             raise QueryError("INTERVAL takes a whole number and one of second, minute, hour, day, week, month, year.")
-        amount = int(amount_text) * (-1 if isinstance(node, exp.Sub) else 1)
         try:
+            amount = whole_number(amount_text) * (-1 if isinstance(node, exp.Sub) else 1)
             if unit in INTERVAL_UNITS:
                 moment = self.now + dt.timedelta(seconds=amount * INTERVAL_UNITS[unit])
             else:
@@ -436,8 +450,8 @@ class Translator:
             moment = dates.within_calendar(moment, "query")
         except (OverflowError, ValueError, QueryError):
             raise QueryError(
-                f"INTERVAL {amount_text} {unit.upper()} reaches beyond the calendar: the moment must fall between "
-                f"{dates.EARLIEST.year} and {dates.LATEST.year - 1}."
+                f"INTERVAL {_abridged(amount_text)} {unit.upper()} reaches beyond the calendar: the moment must fall "
+                f"between {dates.EARLIEST.year} and {dates.LATEST.year - 1}."
             ) from None
         return Typed(self.dialect.timestamp(moment), "DateTime")
 
@@ -486,6 +500,22 @@ class Translator:
             return Typed((exp.Sum if name == "sum" else exp.Avg)(this=argument.node), "Float64")
         kind = "String" if argument.type == "Property" else argument.type
         return Typed((exp.Min if name == "min" else exp.Max)(this=argument.node), kind)
+
+
+def whole_number(text: str) -> int:
+    """A whole-number literal's value; QueryError when it is beyond 64 bits (judged by its length first, so that a
+    text of thousands of digits is refused without being read)."""
+    digits = text.lstrip("-").lstrip("0") or "0"  # Python counts leading zeros towards its limit too
+    if len(digits) > len(str(MAX_WHOLE)) or (value := int(digits)) > MAX_WHOLE:
+        raise QueryError(
+            f"The number {_abridged(text)} is too large: whole numbers must lie between -{MAX_WHOLE} and {MAX_WHOLE}."
+        )
+    return -value if text.startswith("-") else value
+
+
+def _abridged(text: str) -> str:
+    """A number's text as an error message shows it: a long one by its first digits and its length."""
+    return text if len(text) <= 30 else f"{text[:20]}… ({len(text)} characters)"
 
 
 def _check_nesting(text: str) -> None:
@@ -553,7 +583,7 @@ def _converter(type_: str, tz: ZoneInfo):
     if type_ == "UUID":
         return lambda value: None if value is None else str(uuid.UUID(str(value)))
     if type_ == "DateTime":
-        return lambda value: None if value is None else _moment(value, dt.UTC).astimezone(tz).isoformat()
+        return lambda value: None if value is None else _shown(_moment(value, dt.UTC), tz)
     if type_ == "LocalDateTime":
         return lambda value: None if value is None else _moment(value, tz, local=True).isoformat()
     if type_ == "Date":
@@ -565,6 +595,15 @@ def _converter(type_: str, tz: ZoneInfo):
     return _plain
 
 
+def _shown(moment: dt.datetime, tz: ZoneInfo) -> str:
+    """A moment as shown in the project's time zone; in UTC when its local time falls outside Python's calendar (an
+    event stored at the very start of year 1 or end of year 9999, in a zone that moves it to year 0 or 10000)."""
+    try:
+        return moment.astimezone(tz).isoformat()
+    except OverflowError:
+        return moment.astimezone(dt.UTC).isoformat()
+
+
 def _moment(value, tz, *, local: bool = False) -> dt.datetime:
     if isinstance(value, str):
         value = dt.datetime.fromisoformat(value)
@@ -574,8 +613,9 @@ def _moment(value, tz, *, local: bool = False) -> dt.datetime:
 
 
 def _plain(value):
-    if isinstance(value, Decimal):
-        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, Decimal):  # PostgreSQL's numeric: a whole one within 64 bits as an integer
+        whole = value.is_finite() and value == value.to_integral_value() and abs(value) <= MAX_WHOLE
+        return int(value) if whole else float(value)
     if isinstance(value, dt.datetime | dt.date):
         return value.isoformat()
     if isinstance(value, uuid.UUID):

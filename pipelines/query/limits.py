@@ -7,6 +7,12 @@
   QueryTimeout (400 `query_timeout`) and nothing of it keeps running: the database cancels the statement itself.
 - **Shape.** A trend's cells (series × breakdown values × intervals) are counted before it runs; more than
   MAX_CELLS is a 400 naming the fields to change (`check_shape`).
+- **Size.** Every kind's result is counted as it is built, part by part (a trend's series, each breakdown value's; a
+  funnel's steps; a retention's cohorts; HogQL's rows), in the bytes of its JSON (`ResultSize`): past
+  `QUERY_MAX_RESULT_BYTES` the computation stops with a 400 `result_too_large`, before the rest is built. The rows a
+  statement reads with text in them (HogQL's, a breakdown's) are capped by the same number as they stream in
+  (pipelines.query.dialects), so neither the rows nor the answer outgrow it. The query's own text is short: its
+  nodes' fields have maximum lengths (pipelines.query.nodes).
 - **Concurrency.** At most `API_QUERY_CONCURRENCY` computations run at once per API key and
   `PROJECT_QUERY_CONCURRENCY` per project. Each running computation holds a slot: a key of the shared cache (Redis
   when configured, so the limit holds across processes) taken with an atomic add and deleted when the computation
@@ -21,6 +27,7 @@ Requests without a key (a session in admin, a shared page) have no budget of the
 and the deadline still bound them.
 """
 
+import json
 import math
 import time
 import uuid
@@ -126,6 +133,33 @@ def check_shape(parsed: ParsedQuery, *, project, now, earliest) -> None:
         attr=max(factors, key=factors.get),
         code="max_cells",
     )
+
+
+# Size ------------------------------------------------------------------------------------------------------------
+
+
+def max_result_bytes() -> int:
+    return int(settings.QUERY_MAX_RESULT_BYTES)
+
+
+class ResultSize:
+    """The bytes of a result counted as it is built: each part is `add`ed as soon as it is made, before the next one,
+    and a result past `QUERY_MAX_RESULT_BYTES` (or `max_bytes`) is refused then, not once it is whole. A part counts
+    as its JSON in UTF-8, as the API renders it (compact), so the answer's `results` are at most the cap."""
+
+    def __init__(self, max_bytes: int | None = None, *, advice: str = "narrow the query"):
+        self.max_bytes = max_result_bytes() if max_bytes is None else max_bytes
+        self.advice = advice
+        self.bytes = 0
+
+    def add(self, part: object) -> object:
+        """`part`, counted; QueryError `result_too_large` once the result passes the cap."""
+        self.bytes += len(json.dumps(part, ensure_ascii=False, separators=(",", ":"), default=str).encode())
+        if self.bytes > self.max_bytes:
+            raise QueryError(
+                f"The result is larger than {self.max_bytes:,} bytes: {self.advice}.", code="result_too_large"
+            )
+        return part
 
 
 # Concurrency and budget ------------------------------------------------------------------------------------------

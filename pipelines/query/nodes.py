@@ -11,9 +11,18 @@ their `source` and the path it was read at, so that later errors name fields ins
 """
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic_core import PydanticCustomError
+
+# The longest a query's free text may be (DECISIONS.md §18; docs/decisions.md, "Query bounds"): the reference
+# publishes no limits for its query nodes, so these are the service's own, short enough that no answer grows with them.
+NAME_LENGTH = 400  # names, event names, property keys, breakdowns, labels
+VALUE_LENGTH = 1_000  # a property filter's value (each of a list's)
+SETTING_LENGTH = 100  # a drawing setting's text (an axis prefix, a display) and a date
+Name = Annotated[str, Field(max_length=NAME_LENGTH)]
+Setting = Annotated[str, Field(max_length=SETTING_LENGTH)]
 
 Math = Literal[
     "total", "dau", "weekly_active", "monthly_active", "sum", "avg", "min", "max", "median", "p90", "p95", "p99"
@@ -55,34 +64,47 @@ class Node(BaseModel):
 
 
 class EventPropertyFilter(Node):
-    key: str = Field(min_length=1, max_length=400)
+    key: str = Field(min_length=1, max_length=NAME_LENGTH)
     # A string, number or boolean, or a list of them for `exact` and `is_not`; checked against the operator when the
     # query is built, so that the error names `value`.
     value: Any = None
     operator: PropertyOperator = "exact"
     type: Literal["event"] = "event"
-    label: str | None = None
+    label: Name | None = None
+
+    @field_validator("value")
+    @classmethod
+    def _short_texts(cls, value: Any) -> Any:
+        """Each text of `value` (the value, or each of a list's) at most VALUE_LENGTH characters."""
+        for text in value if isinstance(value, list) else [value]:
+            if isinstance(text, str) and len(text) > VALUE_LENGTH:
+                raise PydanticCustomError(
+                    "string_too_long",
+                    "String should have at most {max_length} characters",
+                    {"max_length": VALUE_LENGTH},
+                )
+        return value
 
 
 class EventsNode(Node):
     kind: Literal["EventsNode"] = "EventsNode"
-    event: str | None = Field(default=None, max_length=400)  # None: all events
-    name: str | None = None
-    custom_name: str | None = None
+    event: Name | None = None  # None: all events
+    name: Name | None = None
+    custom_name: Name | None = None
     math: Math = "total"
-    math_property: str | None = Field(default=None, min_length=1, max_length=400)
+    math_property: str | None = Field(default=None, min_length=1, max_length=NAME_LENGTH)
     properties: list[EventPropertyFilter] = Field(default_factory=list, max_length=100)
 
 
 class DateRange(Node):
-    date_from: str | None = None
-    date_to: str | None = None
+    date_from: Setting | None = None
+    date_to: Setting | None = None
     # True: the dates are used as given; otherwise they are widened to whole hours (hour intervals) or days.
     explicitDate: bool | None = None
 
 
 class BreakdownFilter(Node):
-    breakdown: str | None = Field(default=None, min_length=1, max_length=400)
+    breakdown: str | None = Field(default=None, min_length=1, max_length=NAME_LENGTH)
     breakdown_type: Literal["event"] | None = "event"
     breakdown_limit: int | None = Field(default=None, ge=1, le=1000)
     breakdown_hide_other_aggregation: bool | None = None
@@ -90,15 +112,15 @@ class BreakdownFilter(Node):
 
 class TrendsFilter(Node):
     display: Display | None = None
-    formula: str | None = None
+    formula: Name | None = None
     # How the chart is drawn; kept, never computed with.
     showLegend: bool | None = None
     showValuesOnSeries: bool | None = None
     showLabelsOnSeries: bool | None = None
     showPercentStackView: bool | None = None
-    aggregationAxisFormat: str | None = None
-    aggregationAxisPrefix: str | None = None
-    aggregationAxisPostfix: str | None = None
+    aggregationAxisFormat: Setting | None = None
+    aggregationAxisPrefix: Setting | None = None
+    aggregationAxisPostfix: Setting | None = None
     decimalPlaces: int | None = None
     yAxisScaleType: Literal["linear", "log10"] | None = None
 
@@ -143,13 +165,13 @@ class FunnelsQuery(Node):
 
 
 class RetentionEntity(Node):
-    id: str | None = Field(default=None, max_length=400)  # an event name; None: any event
+    id: Name | None = None  # an event name; None: any event
     type: Literal["events"] = "events"
     kind: Literal["EventsNode"] | None = None
-    name: str | None = None
-    custom_name: str | None = None
+    name: Name | None = None
+    custom_name: Name | None = None
     order: int | None = None
-    uuid: str | None = None
+    uuid: Setting | None = None
     properties: list[EventPropertyFilter] = Field(default_factory=list, max_length=100)
 
 
@@ -160,7 +182,7 @@ class RetentionFilter(Node):
     totalIntervals: int = Field(default=11, ge=1, le=30)
     retentionType: Literal["retention_recurring", "retention_first_time"] = "retention_recurring"
     # How the table is drawn; kept, never computed with.
-    display: str | None = None
+    display: Setting | None = None
     showMean: bool | None = None
 
 
@@ -178,7 +200,7 @@ class RetentionQuery(Node):
 class HogQLQuery(Node):
     kind: Literal["HogQLQuery"]
     query: str = Field(min_length=1, max_length=10_000)
-    name: str | None = None
+    name: Name | None = None
 
 
 class InsightVizNode(Node):
@@ -201,7 +223,7 @@ class InsightVizNode(Node):
 class DataVisualizationNode(Node):
     kind: Literal["DataVisualizationNode"]
     source: dict
-    display: str | None = None
+    display: Setting | None = None
     chartSettings: dict | None = None
     tableSettings: dict | None = None
 

@@ -33,6 +33,7 @@ from sqlglot import exp
 from pipelines.query import arrays, dates
 from pipelines.query.dialects import Dialect
 from pipelines.query.errors import QueryError
+from pipelines.query.limits import ResultSize
 from pipelines.query.nodes import ParsedQuery, RetentionEntity, RetentionQuery
 from pipelines.query.properties import property_condition
 from pipelines.query.sql import column, number, project_events, string, with_persons
@@ -54,15 +55,18 @@ def run(parsed: ParsedQuery, *, project, now: dt.datetime, dialect: Dialect) -> 
     tree = rows_tree(parsed, project_id=project.pk, dialect=dialect, starts=starts, end=ends[-1])
     counts = PLANS[dialect.sequences](tree, dialect=dialect, first_time=first_time)
     name = retention.period
+    size = ResultSize(advice="use fewer intervals (retentionFilter.totalIntervals)")
     results = [
-        {
-            "date": start.isoformat(),
-            "label": f"{name} {cohort}",
-            "values": [
-                {"count": counts.get((cohort, cohort + later), 0), "label": f"{name} {later}"}
-                for later in range(len(starts) - cohort)
-            ],
-        }
+        size.add(
+            {
+                "date": start.isoformat(),
+                "label": f"{name} {cohort}",
+                "values": [
+                    {"count": counts.get((cohort, cohort + later), 0), "label": f"{name} {later}"}
+                    for later in range(len(starts) - cohort)
+                ],
+            }
+        )
         for cohort, start in enumerate(starts)
     ]
     return {

@@ -20,11 +20,16 @@ interpolated the same way (linearly between the two nearest ranks) in Python.
 A breakdown first ranks the property's values by event count within the range; the first `breakdown_limit` (25 by
 default) get a series each, and the rest are counted together as `$$_posthog_breakdown_other_$$` (events without the
 property as `$$_posthog_breakdown_null_$$`).
+
+The result is counted as it is built (pipelines.query.limits.ResultSize): each series, or each breakdown value's of a
+series, as soon as it is made, so a result past `QUERY_MAX_RESULT_BYTES` stops there with a 400 `result_too_large`;
+a breakdown's rows, which carry its values' text, are capped by the same number as they are read.
 """
 
 import datetime as dt
 import math
 from collections import defaultdict
+from collections.abc import Iterator
 from itertools import accumulate
 from zoneinfo import ZoneInfo
 
@@ -33,6 +38,7 @@ from sqlglot import exp
 from pipelines.query import dates
 from pipelines.query.dialects import Dialect
 from pipelines.query.errors import QueryError
+from pipelines.query.limits import ResultSize, max_result_bytes
 from pipelines.query.nodes import PROPERTY_MATHS, EventsNode, ParsedQuery, TrendsQuery
 from pipelines.query.properties import property_condition
 from pipelines.query.sql import column, number, project_events, string, with_persons
@@ -48,6 +54,10 @@ BUCKETED_ACTIVE = {7: ("week", "month"), 30: ("month",)}
 # Displays that show one number per series over the whole range rather than a line: `aggregated_value`.
 AGGREGATED_DISPLAYS = frozenset({"BoldNumber", "ActionsPie", "ActionsBarValue", "ActionsTable", "WorldMap"})
 BUCKETS = "buckets"
+TOO_LARGE_ADVICE = (
+    "use fewer series (series), a lower breakdown_limit (breakdownFilter.breakdown_limit), shorter names, or a longer "
+    "interval or a shorter range (interval, dateRange)"
+)
 
 
 def run(parsed: ParsedQuery, *, project, now: dt.datetime, dialect: Dialect) -> dict:
@@ -77,6 +87,7 @@ def run(parsed: ParsedQuery, *, project, now: dt.datetime, dialect: Dialect) -> 
         for index, prop in enumerate(query.properties)
     ]
     trend = _Trend(query=query, project_id=project.pk, dialect=dialect, tz=tz, range=resolved, buckets=buckets)
+    size = ResultSize(advice=TOO_LARGE_ADVICE)
     results = []
     for order, series in enumerate(query.series):
         conditions = [
@@ -94,7 +105,7 @@ def run(parsed: ParsedQuery, *, project, now: dt.datetime, dialect: Dialect) -> 
                 entry.update(data=[], labels=[], days=[], count=entry["aggregated_value"])
             elif display == "ActionsLineGraphCumulative":
                 entry["data"] = list(accumulate(entry["data"]))
-            results.append(entry)
+            results.append(size.add(entry))
     return {
         "results": results,
         "hasMore": False,
@@ -138,16 +149,19 @@ class _Trend:
         self.limit = (breakdown.breakdown_limit if breakdown else None) or DEFAULT_BREAKDOWN_LIMIT
         self.hide_other = bool(breakdown and breakdown.breakdown_hide_other_aggregation)
 
-    def series(self, series: EventsNode, order: int, conditions: list[exp.Expression]) -> list[dict]:
+    def series(self, series: EventsNode, order: int, conditions: list[exp.Expression]) -> Iterator[dict]:
+        """The series' entries, one per breakdown value (one without a breakdown), each made when the one before has
+        been taken (and counted)."""
         window = ACTIVE_WINDOW_DAYS.get(series.math)
         if self.breakdown is None:
             values = self._values(series, conditions, window, breakdown=None)
-            return [self._entry(series, order, values.get(None, {}))]
+            yield self._entry(series, order, values.get(None, {}))
+            return
         text = self.dialect.property_text([self.breakdown])
         breakdown = exp.Coalesce(this=text, expressions=[string(BREAKDOWN_NULL)])
         top, has_other = self._ranked(breakdown, conditions)
         if not top:
-            return []
+            return
         grouped = breakdown
         if has_other:
             grouped = exp.Case(
@@ -156,7 +170,8 @@ class _Trend:
             )
         values = self._values(series, conditions, window, breakdown=grouped)
         names = [*top, *([BREAKDOWN_OTHER] if has_other and not self.hide_other else [])]
-        return [self._entry(series, order, values.get(name, {}), breakdown_value=name) for name in names]
+        for name in names:
+            yield self._entry(series, order, values.get(name, {}), breakdown_value=name)
 
     def _in_range(self, lo: dt.datetime, hi: dt.datetime) -> list[exp.Expression]:
         ts = column("timestamp")
@@ -177,8 +192,22 @@ class _Trend:
             .order_by(exp.Ordered(this=count.copy(), desc=True), exp.Ordered(this=breakdown.copy()))
             .limit(self.limit + 1)
         )
-        rows = self.dialect.execute(select)
+        rows = self._capped(select)
         return [str(row[0]) for row in rows[: self.limit]], len(rows) > self.limit
+
+    def _capped(self, select: exp.Select) -> list[tuple]:
+        """The rows of a statement whose rows carry the breakdown's values (text of any length, as captured), read
+        as they come and refused past QUERY_MAX_RESULT_BYTES: each value is in the result too."""
+        try:
+            return self.dialect.execute(select, max_bytes=max_result_bytes())
+        except QueryError as error:
+            if error.code != "result_too_large":
+                raise
+            raise QueryError(
+                f"The breakdown's values are larger than the {max_result_bytes():,} bytes a result may hold: "
+                f"{TOO_LARGE_ADVICE}.",
+                code="result_too_large",
+            ) from None
 
     def _bucket_rows(self, window: int | None) -> list[tuple[dt.datetime, dt.datetime]]:
         if window is None or self.query.interval in BUCKETED_ACTIVE.get(window, ()):
@@ -241,7 +270,7 @@ class _Trend:
         if series.math in PEOPLE_MATHS:
             select = with_persons(select, self.project_id)
         values: dict = defaultdict(dict)
-        for row in self.dialect.execute(select):
+        for row in self.dialect.execute(select) if breakdown is None else self._capped(select):
             values[row[1] if breakdown is not None else None][row[0]] = row[-1]
         return values
 

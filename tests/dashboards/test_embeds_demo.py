@@ -34,6 +34,13 @@ def test_seed_demo_prints_a_shared_page_and_an_embed_that_open(db, settings, tmp
         {"key": "$browser", "value": "Chrome", "operator": "exact", "type": "event"}
     ]
     assert len(body["tiles"]) == 4 and all(tile["insight"]["result"] for tile in body["tiles"])
+    # Issue 51: no Chrome visitor signed up (and purchases named no browser), so the funnel read 14 → 0 → 0.
+    [funnel] = [
+        tile["insight"]["result"] for tile in body["tiles"] if tile["insight"]["name"] == "Page view to purchase"
+    ]
+    assert [step["count"] for step in funnel] == [14, 9, 4]
+    page = Client().get(urlsplit(embed).path).content.decode()
+    assert '<p class="locked">Only: $browser = Chrome</p>' in page
     # A second run prints a fresh embed of the same dashboard.
     again = seed(settings, tmp_path)
     assert [line.split()[2] for line in again if line.startswith("Shared page:")] == [shared]

@@ -2,15 +2,24 @@
 that; every token that grants nothing is the same 404 (DECISIONS.md §19, "Signed embeds")."""
 
 import datetime as dt
+from types import SimpleNamespace
 
 import jwt
 import pytest
 from django.test import Client
 from django.utils import timezone
 
+from dashboards.core.results import refresh_period_start
+from dashboards.public.embed_pages import locked_statement
 from dashboards.public.pages import SharedPageViewThrottle
 from dashboards.public.services import embed_secret_create, embed_secret_delete, embed_secret_rotate
-from tests.dashboards.factories import DashboardFactory, DashboardTileFactory, InsightFactory
+from pipelines.query import runner
+from tests.dashboards.factories import (
+    DashboardFactory,
+    DashboardTileFactory,
+    InsightFactory,
+    SharingConfigurationFactory,
+)
 from tests.pipelines.factories import EventFactory
 
 PAGEVIEWS = {
@@ -124,9 +133,46 @@ class TestThePage:
             insight__name="Every event",
             insight__query={"kind": "HogQLQuery", "query": "SELECT count() FROM events"},
         )
-        tiles = get(sign(secret, raw, dashboard_id=dashboard.pk), format="json").json()["tiles"]
+        token = sign(secret, raw, dashboard_id=dashboard.pk)
+        tiles = get(token, format="json").json()["tiles"]
         hogql = next(tile for tile in tiles if tile["insight"]["name"] == "Every event")
         assert hogql["insight"]["result"] is None and "cannot be limited" in hogql["insight"]["error"]
+        assert hogql["insight"]["computing"] is False and hogql["insight"]["stale"] is False
+        page = get(token)
+        assert page.status_code == 200 and "Every event" in page.content.decode() and "Refresh" not in page
+
+    def test_a_hogql_tile_says_on_the_page_why_it_has_no_number(self, portal, project, dashboard):
+        """Issue 51: the tile read "No data", as if the customer had none."""
+        secret, raw = portal
+        DashboardTileFactory(
+            dashboard=dashboard,
+            insight__name="Every event",
+            insight__query={"kind": "HogQLQuery", "query": "SELECT count() FROM events"},
+        )
+        html = get(sign(secret, raw, dashboard_id=dashboard.pk)).content.decode()
+        tile = html.split("<h2>Every event</h2>", 1)[1].split("</li>", 1)[0]
+        assert "A HogQL query cannot be limited to $browser = Chrome, so this tile shows no number here." in tile
+        assert "No data" not in tile and "computed" not in tile
+        # A tile the lock holds keeps its chart and its line of when it was computed.
+        views = html.split("<h2>Page views</h2>", 1)[1].split("</li>", 1)[0]
+        assert "<svg" in views and "computed" in views and "cannot be limited" not in views
+
+    def test_the_page_states_the_properties_it_locks(self, portal, dashboard):
+        secret, raw = portal
+        locked = [*CHROME, {"key": "plan", "value": ["pro", "team"], "operator": "exact", "type": "event"}]
+        html = get(sign(secret, raw, dashboard_id=dashboard.pk, locked={"properties": locked})).content.decode()
+        header = html.split("<header>", 1)[1].split("</header>", 1)[0]
+        assert '<p class="locked">Only: $browser = Chrome and plan = pro or team</p>' in header
+
+    def test_a_page_that_locks_no_property_states_none(self, portal, dashboard):
+        secret, raw = portal
+        html = get(sign(secret, raw, dashboard_id=dashboard.pk, locked={"properties": []})).content.decode()
+        assert "Only:" not in html and 'class="locked"' not in html
+
+    def test_the_shared_page_states_no_lock(self, dashboard):
+        sharing = SharingConfigurationFactory(dashboard=dashboard, enabled=True)
+        html = Client().get(f"/shared/{sharing.access_token}").content.decode()
+        assert "Page views" in html and "Only:" not in html
 
     def test_an_allowed_origin_may_read_the_json(self, portal, dashboard):
         secret, raw = portal
@@ -176,9 +222,11 @@ class TestNothingWidensTheLocks:
         wider = get(token, format="json", date_from="-30d").json()
         assert wider["date_range"]["note"]  # says the range was narrowed
         assert total(wider["tiles"][0]) == 3
-        narrower = get(token, format="json", date_from="-2d").json()
-        assert narrower["date_range"]["note"] is None
+        narrower = get(token, format="json", date_from="-48h").json()
+        assert narrower["date_range"]["note"] is None and narrower["date_range"]["date_from"] == "-48h"
         assert total(narrower["tiles"][0]) == 3
+        unoffered = get(token, format="json", date_from="-2d").json()  # snapped to the offered range nearest it
+        assert "nearest" in unoffered["date_range"]["note"] and unoffered["date_range"]["date_from"] == "-48h"
         older = get(token, format="json", date_from="-30d", date_to="-7d").json()
         assert older["date_range"]["note"] and total(older["tiles"][0]) == 3
 
@@ -305,3 +353,75 @@ class TestRetentionKeepsToTheLockedDates:
             pytest.skip("the month began within the range")
         shown = self.shown(portal, dashboard, "Retention by Month", date_from="-2d")
         assert shown["result"] is None and "periods start before" in shown["error"]
+
+
+class TestAViewerRangeIsOneQueryPerPeriod:
+    """The cache key of a viewer's range is stable within its refresh period (issue 51, part 2): it was resolved at
+    the microsecond of each view, so every view computed again."""
+
+    @pytest.fixture
+    def computations(self, monkeypatch):
+        counted = []
+        compute = runner.compute
+        monkeypatch.setattr(runner, "compute", lambda parsed, **kwargs: counted.append(1) or compute(parsed, **kwargs))
+        return counted
+
+    def test_a_range_inside_the_locked_one_is_kept_relative(self, portal, dashboard, computations):
+        secret, raw = portal
+        locked = {"properties": CHROME, "date_from": "-30d"}
+        token = sign(secret, raw, dashboard_id=dashboard.pk, locked=locked, viewer_date_range=True)
+
+        bodies = [get(token, format="json", date_from="-7d").json() for _ in range(3)]
+
+        assert {(body["date_range"]["date_from"], body["date_range"]["date_to"]) for body in bodies} == {("-7d", None)}
+        assert len(computations) == 1 and total(bodies[0]["tiles"][0]) == 3
+
+    def test_a_range_the_locked_one_cuts_is_resolved_at_the_start_of_the_period(
+        self, portal, dashboard, computations, monkeypatch, settings
+    ):
+        settings.SHARED_PAGE_REFRESH_SECONDS = 300
+        start = refresh_period_start()
+        clock = SimpleNamespace(now=start + dt.timedelta(seconds=10))
+        monkeypatch.setattr("dashboards.core.results.timezone", SimpleNamespace(now=lambda: clock.now))
+        secret, raw = portal
+        locked = {"properties": CHROME, "date_from": "-30d", "date_to": "-12h"}
+        token = sign(secret, raw, dashboard_id=dashboard.pk, locked=locked, viewer_date_range=True)
+
+        first = get(token, format="json", date_from="-7d").json()["date_range"]
+        clock.now = start + dt.timedelta(seconds=250, microseconds=123_456)
+        second = get(token, format="json", date_from="-7d").json()["date_range"]
+        clock.now = start + dt.timedelta(seconds=301)
+        following = get(token, format="json", date_from="-7d").json()["date_range"]
+
+        assert (first["date_from"], first["date_to"]) == (second["date_from"], second["date_to"])
+        assert first["note"] and len(computations) == 2  # one for the first period, one for the next
+        assert first["date_to"] != following["date_to"]
+
+
+def test_the_refresh_period_starts_on_a_multiple_of_the_period(settings):
+    settings.SHARED_PAGE_REFRESH_SECONDS = 300
+    moment = dt.datetime(2026, 11, 28, 21, 34, 59, 999_999, tzinfo=dt.UTC)
+
+    assert refresh_period_start(moment) == dt.datetime(2026, 11, 28, 21, 30, tzinfo=dt.UTC)
+    following = dt.datetime(2026, 11, 28, 21, 35, tzinfo=dt.UTC)
+    assert refresh_period_start(moment + dt.timedelta(microseconds=1)) == following
+
+
+@pytest.mark.parametrize(
+    ("properties", "stated"),
+    [
+        ([], ""),
+        (CHROME, "Only: $browser = Chrome"),
+        (
+            [
+                {"key": "$browser", "value": ["Chrome", "Safari"], "operator": "is_not"},
+                {"key": "price", "value": 10, "operator": "gte"},
+                {"key": "email", "operator": "is_set"},
+                {"key": "beta", "value": True},
+            ],
+            "Only: $browser ≠ Chrome and Safari and price ≥ 10 and email is set and beta = true",
+        ),
+    ],
+)
+def test_the_locked_properties_are_stated_as_people_read_them(properties, stated):
+    assert locked_statement(properties) == stated

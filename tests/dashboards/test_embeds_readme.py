@@ -1,5 +1,7 @@
-"""README's "Embedding a dashboard" works as written: its curl makes a secret on a live service, and its Python
-snippet, given that secret, signs a link the service opens with the customer's property locked."""
+"""README's "Embedding a dashboard" works as written: its curl makes a secret on a live service, its Python snippet,
+given that secret, signs a link the service opens with the customer's property locked, and its blocks pasted in
+order after `make run` serve a page whose frame the embed lets that page draw (issue 51: the link was signed with the
+first block's secret, whose origins were another site's, so it framed nothing)."""
 
 import json
 import os
@@ -7,12 +9,15 @@ import re
 import subprocess
 from urllib.parse import urlsplit
 
+import jwt
 import pytest
+import requests
 from django.test import Client
 
 from dashboards.public.models import EmbedSecret
 from tests import live
 from tests.dashboards.factories import DashboardFactory, DashboardTileFactory
+from tests.workspace.test_readme_walkthrough import demo_key  # noqa: F401 - a fixture: the demo, as `make run` makes it
 
 HEADING = "## Embedding a dashboard"
 
@@ -64,8 +69,49 @@ def test_the_curl_makes_a_secret_shown_once(start_live_service, alice, issue_key
     )
     assert result.returncode == 0, result.stderr
     answer = json.loads(result.stdout.strip().splitlines()[-1])
-    assert answer["allowed_origins"] == ["https://portal.example.com"]
+    assert answer["allowed_origins"] == ["http://127.0.0.1:8080", "http://localhost:8080"]
     assert answer["secret"].startswith("es_") and answer["kid"] == EmbedSecret.objects.get().kid
+
+
+SERVE_PORTAL = "python3 -m http.server 8080 --bind 127.0.0.1 --directory data/portal"
+
+
+@pytest.mark.skipif(not (live.ROOT / ".venv" / "bin" / "python").exists(), reason="the blocks call .venv/bin/python")
+def test_the_blocks_pasted_in_order_frame_the_demo_for_chrome_visitors(start_live_service, demo_key):  # noqa: F811
+    make_secret, frame_demo = blocks("sh")
+    # The last line serves the page until Ctrl-C; the page it would serve is what the test reads.
+    frame_demo, last = frame_demo.rstrip("\n").rsplit("\n", 1)
+    assert last.startswith(SERVE_PORTAL), last
+    service = start_live_service(server="runserver")
+    env = {**os.environ, "KEY": demo_key, "API": f"{service.url}/api", "DATABASE_URL": live.test_database_url()}
+    portal = live.ROOT / "data" / "portal" / "index.html"
+    portal.unlink(missing_ok=True)
+
+    result = subprocess.run(
+        ["bash", "-e", "-o", "pipefail", "-c", f"{make_secret}\n{frame_demo}"],
+        cwd=live.ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+    assert result.returncode == 0, f"{result.stdout}\n{result.stderr}\n{service.log()[-3000:]}"
+    newest = EmbedSecret.objects.order_by("-created_at", "-pk").first()
+    assert newest.name == "Customer portal"
+    [src] = re.findall(r'<iframe src="([^"]+)"', portal.read_text())
+    assert src.startswith(f"{service.url}/embed/")
+    # Signed with the secret the first block made, which names the page's origin.
+    assert jwt.get_unverified_header(src.rsplit("/", 1)[1])["kid"] == newest.kid
+    page = requests.get(src, headers={"Referer": "http://127.0.0.1:8080/"}, timeout=30)
+    assert page.status_code == 200
+    ancestors = next(
+        directive.split()[1:]
+        for directive in page.headers["Content-Security-Policy"].split(";")
+        if directive.split()[0] == "frame-ancestors"
+    )
+    assert "http://127.0.0.1:8080" in ancestors and "http://localhost:8080" in ancestors
+    assert "Only: $browser = Chrome" in page.text
 
 
 def test_the_landing_page_tells_of_charts_sharing_and_embedding(db):

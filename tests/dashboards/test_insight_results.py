@@ -2,6 +2,8 @@
 cached result and never compute, dashboards show their tiles' cached results and compute stale ones on request, a
 query that cannot be computed is an `error` rather than a failure, and results are neither activity nor ETag."""
 
+import json
+
 import pytest
 
 from dashboards.core.models import Insight
@@ -295,6 +297,24 @@ class TestDashboardTiles:
         assert pageviews["result"][0]["data"] == [0, 1, 1, 2]
         assert signups["result"][0]["data"] == [0, 0, 1, 0]
         assert (funnel["result"], funnel["error"]) == (None, PATHS_ERROR)
+
+    def test_the_tiles_results_together_are_bounded(self, client, project, dashboard, events, settings):
+        """Each result is within QUERY_MAX_RESULT_BYTES; all of one response's within DASHBOARD_MAX_RESULT_BYTES:
+        a tile that would pass it says so, the others are shown."""
+        whole = client.get(dashboard_url(project, dashboard), {"refresh": "blocking"}).json()["tiles"]
+        first = len(json.dumps(whole[0]["insight"]["result"], separators=(",", ":")).encode())
+        settings.DASHBOARD_MAX_RESULT_BYTES = first + 10  # room for the first tile's result only
+
+        response = client.get(dashboard_url(project, dashboard), {"refresh": "blocking"})
+
+        assert response.status_code == 200
+        pageviews, funnel, signups, _ = (tile["insight"] for tile in response.json()["tiles"])
+        assert pageviews["result"] == whole[0]["insight"]["result"]
+        assert funnel["error"] == PATHS_ERROR
+        assert signups["result"] is None
+        assert signups["error"].startswith("result_too_large: ") and "DASHBOARD_MAX_RESULT_BYTES" in signups["error"]
+        alone = client.get(insight_url(project, dashboard.tiles.get(order=2).insight)).json()
+        assert alone["result"] == whole[2]["insight"]["result"]  # read alone, it is shown
 
     def test_a_timeout_is_that_tiles_error(self, client, project, dashboard, events, monkeypatch):
         from pipelines.query.errors import QueryTimeout

@@ -81,7 +81,7 @@ def test_a_time_axis_names_each_date_once():
     days = [f"2026-11-{day:02}" for day in range(1, 31)]
     drawn = chart(insight({"kind": "TrendsQuery"}), shown([{"label": "a", "data": [1] * 30, "days": days}]))
 
-    assert [label.text for label in drawn.labels] == ["1 Nov", "8 Nov", "15 Nov", "23 Nov", "30 Nov"]
+    assert [label.text for label in drawn.labels] == ["2 Nov", "9 Nov", "16 Nov", "23 Nov", "30 Nov"]
     hours = [f"2026-11-27 {hour:02}:00:00" for hour in range(3)]
     hourly = chart(
         insight({"kind": "TrendsQuery", "interval": "hour"}), shown([{"label": "a", "data": [1, 2, 3], "days": hours}])

@@ -1,6 +1,7 @@
 """Public traffic costs what the owner allows (DECISIONS.md §19): a shared tile is computed at most once per
 SHARED_PAGE_REFRESH_SECONDS per effective query however many people look, viewers who come while it is computed
-wait for that one computation, a chart draws at most 25 series, and views are throttled per address."""
+wait for that one computation (for a bounded time: test_public_page_waits.py), a chart draws at most 25 series, and
+views are throttled per address."""
 
 import datetime as dt
 import threading
@@ -184,7 +185,9 @@ def test_twenty_viewers_of_a_stale_tile_cause_one_computation(project, start_liv
 
     assert [answer.status_code for answer in answers] == [200] * 20
     shown = [answer.json()["tiles"][0]["insight"] for answer in answers]
-    refreshes = {tile["last_refresh"] for tile in shown}
+    refreshes = {tile["last_refresh"] for tile in shown if not tile["stale"]}
     assert len(refreshes) == 1 and refreshes != {first["last_refresh"]}, refreshes  # one new computation for all
-    assert sum(tile["is_cached"] is False for tile in shown) == 1  # the viewer who computed it; the rest waited
-    assert all(tile["result"] == shown[0]["result"] for tile in shown)
+    assert sum(tile["is_cached"] is False for tile in shown) == 1  # the viewer who computed it
+    # The others waited for it, or (past SHARED_PAGE_WAITING_VIEWS of a process) were shown the last one, marked stale.
+    assert all(tile["last_refresh"] == first["last_refresh"] for tile in shown if tile["stale"])
+    assert all(tile["result"] == first["result"] for tile in shown if tile["stale"])

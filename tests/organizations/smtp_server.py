@@ -1,7 +1,9 @@
 """A real SMTP server on 127.0.0.1 for the invite mail tests (aiosmtpd), keeping every mail it accepts."""
 
+import asyncio
 import email
 import email.policy
+import threading
 
 from aiosmtpd.controller import Controller
 
@@ -19,11 +21,28 @@ class Inbox:
         return "250 Message accepted for delivery"
 
 
+class LateInbox(Inbox):
+    """A mail server that takes each message and acknowledges it late: only once `acknowledge` is set. `arrived`
+    counts the messages received (acknowledged or not), `received` is set at the first."""
+
+    def __init__(self):
+        super().__init__()
+        self.acknowledge = threading.Event()
+        self.received = threading.Event()
+        self.arrived = 0
+
+    async def handle_DATA(self, server, session, envelope):
+        self.arrived += 1
+        self.received.set()
+        await asyncio.get_running_loop().run_in_executor(None, self.acknowledge.wait)
+        return await super().handle_DATA(server, session, envelope)
+
+
 class LocalSMTPServer:
     """Started on a free port of 127.0.0.1; `port` tells where and `mails` holds what it received."""
 
-    def __init__(self):
-        self.inbox = Inbox()
+    def __init__(self, inbox: Inbox | None = None):
+        self.inbox = inbox or Inbox()
         self.port = free_port()
         self.controller = Controller(self.inbox, hostname="127.0.0.1", port=self.port)
 
@@ -36,6 +55,8 @@ class LocalSMTPServer:
         return self
 
     def __exit__(self, *exc):
+        if isinstance(self.inbox, LateInbox):
+            self.inbox.acknowledge.set()  # whatever waits for its answer gets it, and the server can stop
         self.controller.stop()
 
 

@@ -27,6 +27,19 @@ def test_seed_demo_adds_a_member_an_invite_a_domain_and_events(db, capsys):
     assert Domain.objects.filter(domain="demo.example.com", verified_at__isnull=True).exists()
 
 
+def test_seed_demo_migrates_first_when_asked(db, settings, tmp_path):
+    """`make run` migrates and seeds in one process (`seed_demo --migrate`): the service starts once, not twice."""
+    settings.DEMO_KEY_FILE = tmp_path / "demo-key"
+    out = io.StringIO()
+
+    call_command("seed_demo", "--migrate", stdout=out)
+
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "Operations to perform:" and any(line.strip() == "No migrations to apply." for line in lines)
+    assert Project.objects.filter(organization__name="Demo organization").exists()
+    assert lines[-1].startswith("phx_")
+
+
 def seed(settings, key_file) -> list[str]:
     settings.DEMO_KEY_FILE = key_file
     out = io.StringIO()
@@ -102,7 +115,8 @@ def test_make_run_passes_its_address_as_site_url():
     assert line.startswith("SITE_URL=http://0.0.0.0:8010 HOST=0.0.0.0 PORT=8010 "), line
     script = (root / "scripts" / "run.sh").read_text()
     assert "export SITE_URL=${SITE_URL:-http://$HOST:$PORT}" in script
-    assert '"$PY" manage.py seed_demo' in script and '"$PY" manage.py runserver "$HOST:$PORT"' in script
+    assert '"$PY" manage.py seed_demo --migrate' in script
+    assert '"$PY" manage.py runserver --skip-checks "$HOST:$PORT"' in script
 
 
 def test_demo_data_can_be_added_twice_to_one_organization(alice, organization, project):

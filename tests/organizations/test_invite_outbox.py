@@ -8,10 +8,12 @@ import os
 import signal
 import smtplib
 import sys
+import threading
 from datetime import timedelta
 from io import StringIO
 
 import pytest
+from django import db
 from django.core.mail.backends.base import BaseEmailBackend
 from django.core.mail.backends.locmem import EmailBackend as LocmemBackend
 from django.core.management import call_command
@@ -24,12 +26,13 @@ from organizations.services import (
     domain_verify,
     invite_create,
     invites_bulk_create,
+    invites_send_due,
     invites_send_email,
 )
 from tests import live, processes
 from tests.organizations.dns_server import LocalDNSServer
 from tests.organizations.factories import DomainFactory, InviteFactory
-from tests.organizations.smtp_server import smtp_settings
+from tests.organizations.smtp_server import LateInbox, LocalSMTPServer, smtp_settings
 
 
 class FailingEmailBackend(BaseEmailBackend):
@@ -218,3 +221,70 @@ def test_the_command_with_every_keeps_mailing_what_becomes_due(transactional_db,
 
 def wait_for_mails(server, count: int, sender, timeout: float = 60) -> None:
     sender.wait_until(lambda: len(server.mails) >= count, what=f"mail {count} invite(s)", timeout=timeout)
+
+
+@pytest.fixture
+def late_server(settings):
+    """A real SMTP server that acknowledges each mail only when the test says so (LateInbox)."""
+    with LocalSMTPServer(LateInbox()) as server:
+        settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+        settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", server.port
+        settings.EMAIL_USE_TLS = settings.EMAIL_USE_SSL = False
+        settings.EMAIL_TIMEOUT = 60
+        yield server
+
+
+def in_thread(work) -> tuple[threading.Thread, list]:
+    """`work()` in a thread of its own (with its own database connection); the list gets its result."""
+    results = []
+
+    def run():
+        try:
+            results.append(work())
+        finally:
+            db.connection.close()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, results
+
+
+def test_a_mail_server_that_acknowledges_late_gets_the_invite_once(
+    transactional_db, organization, late_server, settings, clock
+):
+    """Issue 51: a second sender took the invite again once its retry delay had passed while the first still waited
+    for the server's answer, and the invite was mailed twice. The claim is a lease that outlasts the attempt."""
+    settings.INVITE_EMAIL_RETRY_SECONDS = 1
+    settings.INVITE_EMAIL_LEASE_SECONDS = 600
+    invite = InviteFactory(organization=organization, next_emailing_attempt_at=timezone.now())
+    clock(10)  # the invite is due
+    first, first_run = in_thread(invites_send_due)
+    assert late_server.inbox.received.wait(30), "the first sender never reached the mail server"
+
+    clock(130)  # far past the retry delay, well within the lease
+    second, second_run = in_thread(invites_send_due)
+    second.join(30)
+    late_server.inbox.acknowledge.set()
+    first.join(30)
+    second.join(30)
+
+    assert (first_run[0].mailed, second_run[0].mailed) == (1, 0)
+    assert late_server.inbox.arrived == 1
+    assert [mail["To"] for mail in late_server.mails] == [invite.target_email]
+    invite.refresh_from_db()
+    assert (invite.emailing_attempts, invite.emailing_attempt_made, invite.next_emailing_attempt_at) == (1, True, None)
+
+
+def test_an_attempt_the_server_holds_past_its_lease_is_cut_off_and_due_again(organization, late_server, settings):
+    """The attempt ends before its lease does, however long the mail server takes (EMAIL_TIMEOUT bounds each step,
+    not the attempt): it is recorded as failed and is due again after the retry delay."""
+    settings.INVITE_EMAIL_LEASE_SECONDS = 2
+    invite = InviteFactory(organization=organization, next_emailing_attempt_at=timezone.now())
+
+    run = invites_send_due()
+
+    assert (run.mailed, run.failed) == (0, 1)
+    invite.refresh_from_db()
+    assert invite.emailing_attempts == 1 and invite.emailing_attempt_made is True
+    assert invite.emailing_error.startswith("LeaseEnded: The mail server did not finish within the sending lease (2 s)")
+    assert invite.next_emailing_attempt_at > timezone.now()

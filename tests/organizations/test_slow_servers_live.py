@@ -102,7 +102,11 @@ def test_an_invite_is_answered_at_once_while_the_mail_server_accepts_and_never_a
     request saves the invite as due and answers; the sender mails it, and holds no lock while it waits."""
     listener = SilentListener()
     try:
-        silent = {**smtp_settings(listener.port, timeout=SERVER_TIMEOUT), "INVITE_EMAIL_RETRY_SECONDS": "1"}
+        silent = {
+            **smtp_settings(listener.port, timeout=SERVER_TIMEOUT),
+            "INVITE_EMAIL_RETRY_SECONDS": "1",
+            "INVITE_EMAIL_LEASE_SECONDS": str(SERVER_TIMEOUT + 5),
+        }
         service = start_live_service(env=silent)
         key = issue_key(alice, "*")
         org = f"/api/organizations/{organization.id}"
@@ -136,7 +140,7 @@ def test_an_invite_is_answered_at_once_while_the_mail_server_accepts_and_never_a
         request = f"{write.response.request.method} {write.response.request.path_url}"
         assert write.response.status_code < 300, f"{request}: {write.response.text}"
         assert write.seconds < PROMPT_SECONDS, f"{request} took {write.seconds:.1f} s"
-    # The attempt never ended: the invite it took is due again after its delay, and the mail server now answers.
+    # The attempt never ended: the invite it took is due again once its lease ends, and the mail server now answers.
     invite = Invite.objects.get(target_email="dave@example.com")
     assert (invite.emailing_attempt_made, invite.emailing_attempts) == (False, 1)
     wait_until_due(invite)
@@ -156,7 +160,11 @@ def test_the_sender_records_a_mail_server_that_never_answers_and_retries(
 ):
     listener = SilentListener()
     try:
-        silent = {**smtp_settings(listener.port, timeout=2), "INVITE_EMAIL_RETRY_SECONDS": "1"}
+        silent = {
+            **smtp_settings(listener.port, timeout=2),
+            "INVITE_EMAIL_RETRY_SECONDS": "1",
+            "INVITE_EMAIL_LEASE_SECONDS": "30",
+        }
         service = start_live_service(env=silent)
         key = issue_key(alice, "organization_member:write")
         created = call(

@@ -561,3 +561,65 @@ class TestOffsetsTheDatabaseCannotHold:
     def test_a_moment_past_year_9999_in_utc_is_a_400_naming_the_timestamp(self, client, project):
         body = {"api_key": project.api_token, "batch": [event(timestamp="9999-12-31T23:59:59-19:24")]}
         assert_refused(post(client, "/batch/", body), 400, "invalid_input", "batch__0__timestamp")
+
+
+class TestTimestampSpan:
+    """Issue 51: one captured event dated 0001-01-01 made every all-time insight of its project a 400. A timestamp
+    before the year 1000 is refused; one more than 23 hours ahead of its arrival is stored as the time of arrival, as
+    the reference does."""
+
+    @pytest.mark.parametrize("plain", [True, False], ids=["plain", "read-in-full"])
+    @pytest.mark.parametrize(
+        "sent", ["0001-01-01T00:00:00Z", "0999-12-31T23:59:59.999999Z", "1000-01-01T00:00:00+01:00"]
+    )
+    def test_a_timestamp_before_the_year_1000_is_a_400_and_nothing_of_the_batch_is_stored(
+        self, client, project, sent, plain
+    ):
+        extra = {"uuid": str(uuid.uuid4()), "properties": {}} if plain else {}
+        body = {"api_key": project.api_token, "batch": [event(uuid=str(uuid.uuid4())), event(timestamp=sent, **extra)]}
+
+        response = post(client, "/batch/", body)
+
+        assert_refused(response, 400, "invalid_input", "batch__1__timestamp")
+        assert "1000" in response.json()["detail"]
+
+    def test_the_span_starts_where_the_query_layers_calendar_does(self):
+        from pipelines.events.capture import EARLIEST_TIMESTAMP
+        from pipelines.query.dates import EARLIEST
+
+        assert EARLIEST_TIMESTAMP == EARLIEST
+
+    def test_the_year_1000_is_stored_as_sent(self, client, project):
+        body = {"api_key": project.api_token, **event(timestamp="1000-01-01T00:00:00Z")}
+
+        assert post(client, "/capture/", body).status_code == 200
+        assert Event.objects.get().timestamp == dt.datetime(1000, 1, 1, tzinfo=dt.UTC)
+
+    @pytest.mark.parametrize("plain", [True, False], ids=["plain", "read-in-full"])
+    @pytest.mark.parametrize("ahead", [dt.timedelta(hours=23, minutes=1), dt.timedelta(days=3000)])
+    def test_a_timestamp_far_ahead_is_stored_as_the_time_of_arrival(self, client, project, ahead, plain):
+        extra = {"uuid": str(uuid.uuid4()), "properties": {}} if plain else {}
+        sent = (dt.datetime.now(dt.UTC) + ahead).isoformat()
+        body = {"api_key": project.api_token, "batch": [event(timestamp=sent, **extra)]}
+
+        before = dt.datetime.now(dt.UTC)
+        assert post(client, "/batch/", body).status_code == 200
+        after = dt.datetime.now(dt.UTC)
+
+        assert before <= Event.objects.get().timestamp <= after
+
+    def test_the_end_of_year_9999_is_stored_as_the_time_of_arrival(self, client, project):
+        body = {"api_key": project.api_token, **event(timestamp="9999-12-31T23:59:59Z", uuid=UUID_1, properties={})}
+
+        before = dt.datetime.now(dt.UTC)
+        assert post(client, "/capture/", body).status_code == 200
+        after = dt.datetime.now(dt.UTC)
+
+        assert before <= Event.objects.get().timestamp <= after
+
+    def test_a_timestamp_less_than_23_hours_ahead_is_stored_as_sent(self, client, project):
+        sent = (dt.datetime.now(dt.UTC) + dt.timedelta(hours=22)).replace(microsecond=0)
+        body = {"api_key": project.api_token, **event(timestamp=sent.isoformat(), uuid=UUID_1, properties={})}
+
+        assert post(client, "/capture/", body).status_code == 200
+        assert Event.objects.get().timestamp == sent

@@ -16,6 +16,22 @@ REFUSED = [
     "http://metadata.google.internal/computeMetadata/v1/",
     "http://0.0.0.0:9/",
     "http://[::ffff:127.0.0.1]/hook",
+    # Issue 51: other spellings of loopback and private addresses.
+    "http://localhost./hook",
+    "http://LocalHost../hook",
+    "http://app.localhost/hook",
+    "http://ip6-localhost/hook",
+    "http://[2002:7f00:1::]/hook",  # 6to4 of 127.0.0.1
+    "http://[2002:a00:1::1]/hook",  # 6to4 of 10.0.0.1
+    "http://[64:ff9b::7f00:1]/hook",  # NAT64 of 127.0.0.1
+    "http://[::127.0.0.1]/hook",  # IPv4-compatible
+    "http://[::ffff:0:7f00:1]/hook",  # IPv4-translated
+    "http://[::ffff:a00:1]/hook",  # IPv4-mapped 10.0.0.1, in hex
+    "http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/hook",  # Teredo, its client 127.0.0.1
+    "http://2130706433/hook",  # 127.0.0.1 as one number
+    "http://0x7f.1/hook",
+    "http://127.1/hook",
+    "http://0177.0.0.1/hook",
 ]
 
 

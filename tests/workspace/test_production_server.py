@@ -63,12 +63,14 @@ def test_the_gunicorn_config_sizes_itself_from_the_cores_and_takes_overrides():
     assert defaults["max_requests_jitter"] == "1000"
     assert defaults["worker_tmp_dir"] == "/dev/shm"
     assert defaults["wsgi_app"] == "workspace.wsgi:application"
+    assert defaults["limit_request_line"] == "16384"  # an embed token's 8,192 characters and its query string
 
     tuned = gunicorn_config(
         GUNICORN_WORKERS="9", GUNICORN_THREADS="2", HOST="0.0.0.0", PORT="8123", GUNICORN_ACCESS_LOG="-"
     )
     assert (tuned["workers"], tuned["threads"], tuned["bind"]) == ("9", "2", "['0.0.0.0:8123']")
     assert tuned["accesslog"] == "-"
+    assert gunicorn_config(GUNICORN_LIMIT_REQUEST_LINE="0")["limit_request_line"] == "0"
     assert (
         gunicorn_config(GUNICORN_BIND="unix:/tmp/a.sock,127.0.0.1:9")["bind"] == "['unix:/tmp/a.sock', '127.0.0.1:9']"
     )

@@ -1,5 +1,5 @@
 """The README's shell blocks run exactly as written against a live service with a fresh demo key: the curl
-walk-through, "Sharing a dashboard" and "Sending events".
+walk-through, "API keys", "Sharing a dashboard" and "Sending events".
 
 Each block is taken from the README itself, so the text and the test cannot drift apart, and run by bash with
 `-e -o pipefail` (every `api` call of the walk-through fails on an error status) from the repository's folder as
@@ -19,6 +19,7 @@ import requests
 from django.core.management import call_command
 
 from dashboards.core.models import Dashboard
+from organizations.models import Organization
 from tests import live
 
 README = live.ROOT / "README.md"
@@ -75,7 +76,9 @@ def test_the_walkthrough_takes_its_ids_from_answers_not_from_the_page():
     assert not re.search(r"/(dashboards|batch_exports|domains)/\d+/", script), "a hard-coded id"
 
 
-@pytest.mark.parametrize("heading", [HEADING, "## Sharing a dashboard", "## Sending events"])
+@pytest.mark.parametrize(
+    "heading", [HEADING, "## API keys", "## Sharing a dashboard", "## Embedding a dashboard", "## Sending events"]
+)
 def test_each_block_defines_the_variables_it_uses(heading):
     """A block pasted alone works: every `$NAME` it reads is set in it (the environment's own aside)."""
     script = block(heading)
@@ -98,6 +101,19 @@ def test_the_walkthrough_runs_as_written(start_live_service, demo_key):
     answers = [json.loads(line) for line in lines[:-3]]
     assert len(answers) >= 20
     assert not [answer for answer in answers if isinstance(answer, dict) and answer.get("type", "").endswith("error")]
+
+
+@needs_venv
+def test_issuing_a_key_runs_as_written_and_the_key_reads_what_it_was_given(start_live_service, demo_key):
+    """Issue 51: the block was a synopsis (`[--organization ORG_ID ...]`) that exited 2 when pasted."""
+    service = start_live_service(server="runserver")
+
+    *_, described = run_block(block("## API keys"), service, demo_key)
+
+    key = json.loads(described)
+    demo = Organization.objects.get()
+    assert (key["label"], key["scopes"]) == ("laptop", ["organization:read", "dashboard:read"])
+    assert key["scoped_organizations"] == [str(demo.pk)] and key["expires_at"]
 
 
 @needs_venv

@@ -5,6 +5,7 @@ from pathlib import Path
 
 from django.apps import apps
 from django.conf import settings
+from django.core.management import call_command
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
@@ -46,7 +47,18 @@ def keep_secret(path: Path, text: str) -> None:
 class Command(BaseCommand):
     help = "Create (once) a demo admin, organization and project, and print the demo API key (reused while valid)."
 
-    def handle(self, *args, **options):
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--migrate",
+            action="store_true",
+            help="Migrate the database first, in this process: `make run` starts the service once instead of twice.",
+        )
+
+    def handle(self, *args, migrate=False, **options):
+        if migrate:
+            call_command(
+                "migrate", interactive=False, verbosity=options["verbosity"], stdout=self.stdout, stderr=self.stderr
+            )
         key_file = Path(settings.DEMO_KEY_FILE)
         with transaction.atomic():
             user = User.objects.filter(email=DEMO_EMAIL).first()

@@ -1,11 +1,13 @@
 """Outbound safety: a destination may not point the service at itself, its network or a cloud metadata endpoint.
 
 A destination host (HTTP `url`, Postgres/Redshift `host`, S3 `endpoint_url`) is resolved once, at run time, and
-refused when any of its addresses is loopback, private, link-local, reserved, multicast, unspecified, shared
-(100.64/10), or otherwise not globally routable (which covers the metadata endpoints 169.254.169.254,
-fd00:ec2::254 and 100.100.100.200), unless `settings.BATCH_EXPORT_ALLOW_PRIVATE_DESTINATIONS` is on (development
-and tests). Runs and tests connect to the address returned here rather than resolving the name again, so a name
-cannot resolve to a public address for the check and a private one for the connection (DNS rebinding).
+refused when it is a name of the machine itself (`localhost`, `localhost.`, `*.localhost`) or any of its addresses
+is loopback, private, link-local, reserved, multicast, unspecified, shared (100.64/10), or otherwise not globally
+routable (which covers the metadata endpoints 169.254.169.254, fd00:ec2::254 and 100.100.100.200), or is an IPv6
+address standing for an IPv4 one that is (IPv4-mapped, 6to4, NAT64, Teredo), unless
+`settings.BATCH_EXPORT_ALLOW_PRIVATE_DESTINATIONS` is on (development and tests). Runs and tests connect to the
+address returned here rather than resolving the name again, so a name cannot resolve to a public address for the
+check and a private one for the connection (DNS rebinding).
 """
 
 import ipaddress
@@ -26,15 +28,38 @@ METADATA_ADDRESSES = frozenset(
     }
 )
 METADATA_HOSTNAMES = frozenset({"metadata.google.internal", "metadata", "instance-data"})
+# Names of the machine itself, refused without asking a resolver (which may not know them, and say so, when the write
+# is checked, then answer 127.0.0.1 at a delivery): `localhost` and every name under it (RFC 6761), and the loopback
+# names of Debian's and Red Hat's /etc/hosts. A trailing dot spells the same name (`localhost.`).
+LOOPBACK_HOSTNAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"})
+# NAT64's well-known prefix (RFC 6052): its addresses carry an IPv4 address in their last 32 bits.
+NAT64_PREFIX = ipaddress.ip_network("64:ff9b::/96")
 
 
 def private_destinations_allowed() -> bool:
     return bool(getattr(settings, "BATCH_EXPORT_ALLOW_PRIVATE_DESTINATIONS", False))
 
 
+def embedded_ipv4(address: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
+    """The IPv4 addresses an IPv6 address stands for: IPv4-mapped (`::ffff:127.0.0.1`), 6to4 (`2002:7f00:1::`),
+    NAT64 (`64:ff9b::7f00:1`) and Teredo's client. Traffic to it reaches them, so they must be public too."""
+    carried = [address.ipv4_mapped, address.sixtofour, address.teredo[1] if address.teredo else None]
+    if address in NAT64_PREFIX:
+        carried.append(ipaddress.IPv4Address(int(address) & 0xFFFFFFFF))
+    return [ipv4 for ipv4 in carried if ipv4 is not None]
+
+
+def is_loopback_name(host: str) -> bool:
+    name = host.lower().rstrip(".")
+    return name in LOOPBACK_HOSTNAMES or name.endswith(".localhost")
+
+
 def is_public_address(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
+    if isinstance(address, ipaddress.IPv6Address):
+        if any(not is_public_address(ipv4) for ipv4 in embedded_ipv4(address)):
+            return False
+        if address.ipv4_mapped is not None:  # judged as the IPv4 address it is
+            return True
     if address in METADATA_ADDRESSES:
         return False
     return address.is_global and not (
@@ -57,6 +82,11 @@ def resolve_destination_host(host: str, port: int, *, what: str = "host") -> str
         raise DestinationError(f"The destination {what} is empty.")
     if host.lower().rstrip(".") in METADATA_HOSTNAMES and not private_destinations_allowed():
         raise DestinationError(f"The destination {what} {host} is a cloud metadata service; refused.")
+    if is_loopback_name(host) and not private_destinations_allowed():
+        raise DestinationError(
+            f"The destination {what} {host} names this machine (loopback); such destinations are refused "
+            "(BATCH_EXPORT_ALLOW_PRIVATE_DESTINATIONS is off)."
+        )
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError) as exc:

@@ -12,7 +12,7 @@ import logging
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from django.conf import settings
 from django.db import close_old_connections, connection, transaction
@@ -43,6 +43,10 @@ HEARTBEAT_SECONDS = 2.0
 DESTINATION_ERROR = "DestinationError"
 # Between the end of an ingest's statement and its commit.
 INGEST_COMMIT_MARGIN = dt.timedelta(seconds=1)
+# With ClickHouse holding the events: how long a run waits for the events sync to copy its interval's events, and how
+# often it looks.
+SYNC_WAIT = dt.timedelta(minutes=10)
+SYNC_POLL_SECONDS = 0.5
 
 
 @contextlib.contextmanager
@@ -143,20 +147,44 @@ def iterate_events(
         if after is not None:
             page = page.filter(Q(**{f"{order_by}__gt": after[0]}) | Q(**{order_by: after[0], "id__gt": after[1]}))
         rows = list(page.order_by(order_by, "id").values_list(*fields)[:chunk])
-        for _id, uuid, event, distinct_id, properties, timestamp, inserted_at in rows:
-            yield {
-                "uuid": str(uuid),
-                "event": event,
-                "distinct_id": distinct_id,
-                "properties": properties,
-                "timestamp": timestamp,
-                "inserted_at": inserted_at,
-                "created_at": inserted_at,
-                "team_id": team_id,
-            }
+        yield from event_dicts(rows, team_id=team_id)
         if len(rows) < chunk:
             return
         after = (rows[-1][key], rows[-1][0])
+
+
+def event_dicts(rows: Iterable[tuple], *, team_id: int) -> Iterator[dict]:
+    """Rows of (id, uuid, event, distinct_id, properties, timestamp, inserted_at) as the destinations take events."""
+    for _id, uuid, event, distinct_id, properties, timestamp, inserted_at in rows:
+        yield {
+            "uuid": str(uuid),
+            "event": event,
+            "distinct_id": distinct_id,
+            "properties": properties,
+            "timestamp": timestamp,
+            "inserted_at": inserted_at,
+            "created_at": inserted_at,
+            "team_id": team_id,
+        }
+
+
+def clickhouse_events(run: BatchExportRun, dialect_of):
+    """The run's events where ClickHouse holds them (CLICKHOUSE_URL set): the same selection as `run_events`, read by
+    the query layer (pipelines.query.export_events) with the dialects `dialect_of()` builds, one per statement."""
+    from pipelines.query.export_events import Interval, IntervalEvents  # not in the workflow sandbox
+
+    export = run.batch_export
+    config = export.destination_config or {}
+    interval = Interval(
+        project_id=export.project_id,
+        field=run.selected_by,
+        start=run.data_interval_start,
+        end=run.data_interval_end,
+        include=tuple(config.get("include_events") or ()),
+        exclude=tuple(config.get("exclude_events") or ()),
+    )
+    query = export.hogql_query if export.model == BatchExport.Model.EVENTS else None
+    return IntervalEvents(dialect_of, interval, query)
 
 
 def ingest_settle() -> dt.timedelta:
@@ -165,6 +193,27 @@ def ingest_settle() -> dt.timedelta:
     timeout; a margin covers the commit, and a minute stands in where no timeout is set."""
     timeout_ms = getattr(settings, "DATABASE_STATEMENT_TIMEOUT_MS", 0) or 60_000
     return dt.timedelta(milliseconds=timeout_ms) + INGEST_COMMIT_MARGIN
+
+
+def wait_for_sync(run: BatchExportRun, engine) -> None:
+    """Before a run reads its events from ClickHouse, wait until the events sync has copied every event of its project
+    that the service received before the run's interval ended (a schedule's run, once `wait_for_ingests` has let those
+    ingests end) or before the run began reading (a backfill's). A sync that falls behind by more than SYNC_WAIT fails
+    the attempt, saying so; Temporal retries it."""
+    from pipelines.query.engines import holds_events_received_before  # not in the workflow sandbox
+
+    export_project = run.batch_export.project_id
+    moment = run.data_interval_end if run.selected_by == BatchExportRun.SelectedBy.INSERTED_AT else database_now()
+    give_up = time.monotonic() + SYNC_WAIT.total_seconds()
+    while not holds_events_received_before(engine, project_id=export_project, moment=moment):
+        if time.monotonic() > give_up:
+            message = (
+                f"The events sync has not copied the project's events received before {moment.isoformat()} to "
+                f"ClickHouse within {SYNC_WAIT.total_seconds():.0f} s; the run is tried again."
+            )
+            _log(run.pk, "WARNING", message)
+            raise ApplicationError(message, type="EventsSyncBehind")
+        time.sleep(SYNC_POLL_SECONDS)
 
 
 def database_now() -> dt.datetime:
@@ -236,17 +285,29 @@ def export_run(run_id: str) -> ExportOutcome:
             what = "person rows"
         else:
             from pipelines.batch_exports.destinations import select_columns  # not in the workflow sandbox
+            from pipelines.query.engines import DATABASE, events_engine
             from pipelines.query.errors import QueryError
+            from pipelines.query.limits import Deadline
 
+            engine = events_engine()
+            if engine is not DATABASE:
+                with heartbeating():
+                    wait_for_sync(run, engine)
             try:
-                events = run_events(run)
+                if engine is DATABASE:
+                    events = run_events(run)
+                else:
+                    events = clickhouse_events(run, lambda: engine.dialect(deadline=Deadline.start()))
                 columns = select_columns(export.hogql_query)
             except QueryError as error:  # a query stored before the rules it breaks: fixing it is the only cure
                 message = f"The export's hogql_query is not valid: {error.detail}"
                 _log(run.pk, "ERROR", message)
                 raise ApplicationError(message, type=DESTINATION_ERROR, non_retryable=True) from None
             total = events.count()
-            rows = iterate_events(events, team_id=export.project_id, order_by=run.selected_by)
+            if engine is DATABASE:
+                rows = iterate_events(events, team_id=export.project_id, order_by=run.selected_by)
+            else:
+                rows = event_dicts(events.rows(EVENTS_CHUNK), team_id=export.project_id)
             what = "events"
         attempt = activity.info().attempt
         _log(run.pk, "INFO", f"Exporting {total} {what} of {export.destination_type} export (attempt {attempt}).")

@@ -7,6 +7,7 @@ Start as many as you like, on as many machines: Temporal hands each task to one 
 import asyncio
 import datetime as dt
 import logging
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from django.conf import settings
@@ -105,3 +106,27 @@ async def run_worker(*, sync_every: float | None = SYNC_EVERY_SECONDS, stop: asy
     finally:
         if reconciler:
             reconciler.cancel()
+
+
+_thread: threading.Thread | None = None
+_thread_lock = threading.Lock()
+
+
+def start_in_server(**kwargs) -> None:
+    """Run a worker in a thread of this process (a receiver of `request_started`, connected by the app when
+    BATCH_EXPORT_WORKER_IN_SERVER is on): with a chdb:// CLICKHOUSE_URL the runs read their events from a ClickHouse
+    that no other process may open, so the server's own process runs them. The thread dies with the process; Temporal
+    gives the runs it had to the next worker, as it does when any worker stops."""
+    global _thread
+    with _thread_lock:
+        if _thread is not None and _thread.is_alive():
+            return
+        _thread = threading.Thread(target=_run_in_thread, name="batch-export-worker", daemon=True)
+        _thread.start()
+
+
+def _run_in_thread() -> None:
+    try:
+        asyncio.run(run_worker())
+    except Exception:
+        logger.exception("The batch-export worker in this process stopped; it starts again with the next request.")

@@ -25,6 +25,12 @@ class Command(BaseCommand):
     def handle(self, *args, sync_every: float, **options):
         if not settings.TEMPORAL_ADDRESS:
             raise CommandError("TEMPORAL_ADDRESS is not set: there is no Temporal to take runs from.")
+        if settings.CLICKHOUSE_URL.startswith("chdb:"):
+            raise CommandError(
+                "CLICKHOUSE_URL names a chDB folder, which only the server's process may open, and the runs read their "
+                "events there: the server runs the worker itself (BATCH_EXPORT_WORKER_IN_SERVER=true, as `make run` "
+                "and `make serve` set it for such a URL)."
+            )
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         logging.getLogger("temporalio").setLevel(logging.WARNING)
 

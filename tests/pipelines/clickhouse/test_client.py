@@ -141,3 +141,13 @@ def test_only_a_chdb_folder_is_for_one_process(settings):
     assert clickhouse_client.one_process_only()
     settings.CLICKHOUSE_URL = "https://default:pw@clickhouse.internal:8443/analytics"
     assert not clickhouse_client.one_process_only()
+
+
+def test_a_separate_batch_export_worker_refuses_a_chdb_folder(settings, tmp_path):
+    """The runs read the events from ClickHouse, and a chDB folder opens in one process only: the server's."""
+    from django.core.management import CommandError, call_command
+
+    settings.TEMPORAL_ADDRESS = "127.0.0.1:7233"
+    settings.CLICKHOUSE_URL = f"chdb://{tmp_path}"
+    with pytest.raises(CommandError, match="BATCH_EXPORT_WORKER_IN_SERVER"):
+        call_command("batch_export_worker")

@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
-from django.db import connection, connections
+from django.db import DatabaseError, connection, connections
 
 from pipelines.clickhouse import client as clickhouse_client
 from pipelines.clickhouse import sync
@@ -336,3 +336,62 @@ def test_the_query_layers_clickhouse_rendering_reads_the_synced_tables(clickhous
 
     assert actual == expected
     assert [series["count"] for series in expected["results"]] == [30, 4]  # 4 people, on one day
+
+
+@pytest.mark.django_db(transaction=True)
+def test_no_change_is_logged_before_the_sync_first_starts_and_then_every_distinct_id_is(clickhouse, project):
+    """With CLICKHOUSE_URL unset nothing copies the log, so nothing is written to it (migration 0014): the sync's
+    first start logs every distinct id there is then, and the triggers log each change from then on."""
+    capture(project, {"distinct_id": "anon-1"}, {"distinct_id": "anon-2"})
+    capture(project, {"event": "$identify", "distinct_id": "user-1", "properties": {"$anon_distinct_id": "anon-1"}})
+    assert DistinctIdChange.objects.count() == 0
+
+    sync.sync_all()
+    capture(project, {"distinct_id": "anon-3"})
+    assert list(DistinctIdChange.objects.values_list("distinct_id", flat=True)) == ["anon-3"]
+    sync.sync_all()
+
+    persons = dict(rows(clickhouse, "SELECT distinct_id, person_id FROM person_distinct_ids_latest"))
+    expected = dict(PersonDistinctId.objects.values_list("distinct_id", "person_id"))
+    assert {key: str(value) for key, value in expected.items()} == persons
+    assert set(persons) == {"anon-1", "anon-2", "user-1", "anon-3"}
+
+
+@pytest.mark.requires_postgres
+@pytest.mark.django_db(transaction=True)
+def test_the_first_start_logs_every_distinct_id_a_chunk_at_a_time_and_goes_on_after_a_stop(
+    clickhouse, project, monkeypatch
+):
+    """PostgreSQL logs the distinct ids there are without holding capture back: in chunks, each with negative
+    versions below any change the triggers log meanwhile; a sync stopped between two chunks goes on from the last."""
+    from pipelines.clickhouse import sources
+    from tests.pipelines.factories import PersonFactory
+
+    persons = [PersonFactory(project=project, distinct_ids=[f"id-{n}"]) for n in range(7)]
+    monkeypatch.setattr(sources, "LOG_CHUNK", 2)
+    chunks = []
+    log_distinct_ids = sources.PostgreSQL.log_distinct_ids
+
+    def stop_in_the_third_chunk(self, *, after):
+        chunks.append(after)
+        if len(chunks) == 2:  # a change between two chunks, of an id already logged: the triggers log it
+            PersonDistinctId.objects.filter(distinct_id="id-0").update(person=persons[6])
+        last = log_distinct_ids(self, after=after)
+        if len(chunks) == 3:
+            raise DatabaseError("the sync stops here")
+        return last
+
+    monkeypatch.setattr(sources.PostgreSQL, "log_distinct_ids", stop_in_the_third_chunk)
+    with pytest.raises(DatabaseError):
+        sync.sync_once()
+    monkeypatch.undo()
+
+    assert SyncStream.objects.get(name="distinct_ids").logged_through == chunks[2]  # the third chunk rolled back
+    sync.sync_all()
+
+    assert SyncStream.objects.get(name="distinct_ids").logged_through is None
+    persons_now = {key: str(value) for key, value in PersonDistinctId.objects.values_list("distinct_id", "person_id")}
+    assert dict(rows(clickhouse, "SELECT distinct_id, person_id FROM person_distinct_ids_latest")) == persons_now
+    assert persons_now["id-0"] == str(persons[6].uuid)
+    versions = rows(clickhouse, "SELECT version FROM person_distinct_ids FINAL WHERE distinct_id = 'id-0'")
+    assert versions[0][0] > 0  # the logged change, above the first logging's negative version

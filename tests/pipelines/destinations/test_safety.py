@@ -1,5 +1,6 @@
 """Outbound safety, optional connectors and secrets: what every destination shares."""
 
+import ipaddress
 import socket
 import sys
 
@@ -7,7 +8,7 @@ import pytest
 
 from pipelines.batch_exports.destinations import DestinationError
 from pipelines.batch_exports.destinations.base import scrub
-from pipelines.batch_exports.destinations.safety import resolve_destination_host
+from pipelines.batch_exports.destinations.safety import is_public_address, resolve_destination_host
 from tests.pipelines.destinations.conftest import make_events
 
 POSTGRES = {"port": 5432, "database": "d", "user": "u", "password": "pg-pass-123", "schema": "s", "table_name": "t"}
@@ -23,6 +24,9 @@ POSTGRES = {"port": 5432, "database": "d", "user": "u", "password": "pg-pass-123
         ("S3", {"bucket_name": "b", "region": "r", "aws_access_key_id": "k", "aws_secret_access_key": "s3-pass-123",
                 "endpoint_url": "http://172.16.0.1:9000"}),
         ("HTTP", {"url": "http://[fe80::1]/batch/", "token": "t"}),
+        ("HTTP", {"url": "http://localhost./batch/", "token": "t"}),
+        ("HTTP", {"url": "http://[2002:7f00:1::]/batch/", "token": "t"}),
+        ("Postgres", {**POSTGRES, "host": "2002:c0a8:114::"}),
     ],
 )  # fmt: skip
 def test_private_destination_hosts_are_refused_at_run_time(destination_type, config, run):
@@ -52,6 +56,36 @@ def test_a_name_is_resolved_once_and_every_address_must_be_public(monkeypatch):
         resolve_destination_host("nowhere.example", 443)
     assert raised.value.retryable is True  # DNS may come back
     assert calls == ["public.example", "mixed.example", "nowhere.example"]
+
+
+@pytest.mark.parametrize(
+    ("address", "public"),
+    [
+        ("93.184.216.34", True),
+        ("2606:2800:220:1:248:1893:25c8:1946", True),
+        ("::ffff:93.184.216.34", True),
+        ("2002:5db8:d822::1", True),  # 6to4 of a public address
+        ("127.0.0.1", False),
+        ("::ffff:127.0.0.1", False),
+        ("2002:7f00:1::", False),
+        ("2002:a9fe:a9fe::", False),  # 6to4 of the metadata address
+        ("2002:6440:1::", False),  # 6to4 of shared 100.64.0.1
+        ("64:ff9b::a00:1", False),
+        ("2001:0:4136:e378:8000:63bf:80ff:fffe", False),
+        ("::127.0.0.1", False),
+    ],
+)
+def test_an_ipv6_address_is_as_public_as_the_ipv4_address_it_carries(address, public):
+    assert is_public_address(ipaddress.ip_address(address)) is public
+
+
+@pytest.mark.parametrize("host", ["localhost.", "LOCALHOST", "a.b.localhost", "localhost.localdomain", "ip6-loopback"])
+def test_names_of_the_machine_are_refused_without_asking_a_resolver(monkeypatch, host):
+    monkeypatch.setattr(socket, "getaddrinfo", lambda *args, **kwargs: pytest.fail("resolved"))
+
+    with pytest.raises(DestinationError, match="loopback") as raised:
+        resolve_destination_host(host, 443)
+    assert raised.value.retryable is False
 
 
 def test_allowed_private_host_is_returned_as_the_address_to_connect_to(settings):

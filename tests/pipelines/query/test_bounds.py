@@ -225,6 +225,35 @@ def test_answers_are_bounded_in_cells_and_bytes(service, session, project, week)
     assert all(name in cells.headers for name in RATE_HEADERS)
 
 
+def test_an_answer_never_grows_with_the_names_a_query_repeats(service, session, project, week):
+    live = service(QUERY_MAX_RESULT_BYTES=100_000, API_QUERY_BUDGET_MS=10**9)
+    client = session()
+
+    def named(series: int, name_length: int, breakdown_limit: int) -> dict:
+        return trends(
+            *[
+                {"kind": "EventsNode", "event": "e", "custom_name": f"{i:02}{'n' * (name_length - 2)}"}
+                for i in range(series)
+            ],
+            breakdownFilter={"breakdown": "n", "breakdown_limit": breakdown_limit},
+            trendsFilter={"display": "BoldNumber"},
+            dateRange={"date_from": "2024-03-01", "date_to": "2024-03-07"},
+        )
+
+    # The shape that once answered 804 MB: 20 series named with 40,000 characters, each broken down 1,000 ways.
+    reproducer = post(client, live, project, named(20, 40_000, 1000))
+    # Within the names' limit, the same shape is still 20 × 1,001 entries: over the cap as they are made.
+    wide = post(client, live, project, named(20, 400, 1000))
+    narrow = post(client, live, project, named(2, 400, 10))
+
+    assert len(reproducer.request.body) > 800_000
+    assert reproducer.status_code == 400, reproducer.text
+    assert reproducer.json()["attr"] == "query__series__0__custom_name" and len(reproducer.content) < 1_000
+    assert wide.status_code == 400 and wide.json()["code"] == "result_too_large", wide.text
+    assert len(wide.content) < 1_000
+    assert narrow.status_code == 200 and len(narrow.json()["results"]) == 2 * 11
+
+
 def test_inputs_that_once_answered_500_are_a_400_through_the_live_service(service, session, project):
     live = service()
     client = session()

@@ -204,6 +204,38 @@ def test_clickhouse_table_functions_system_tables_and_settings_are_refused(refus
     assert named.lower() in detail.lower()
 
 
+# More digits than Python reads as a number (its limit is 4,300): such a literal once answered 500 wherever it stood.
+LONG = "9" * 5000
+
+
+@pytest.mark.parametrize(
+    "text,named",
+    [
+        (f"SELECT event FROM events LIMIT {LONG}", "The number 99999999999999999999… (5000 characters) is too large"),
+        (f"SELECT event FROM events LIMIT 1 OFFSET {LONG}", "The number 99999999999999999999… (5000 characters)"),
+        (f"SELECT count() FROM events WHERE timestamp > now() - INTERVAL {LONG} DAY", "INTERVAL 99999999999999999999…"),
+        (f"SELECT {LONG} FROM events", "The number 99999999999999999999… (5000 characters) is too large"),
+        (f"SELECT count() FROM events WHERE properties.n = -{LONG}", "The number 99999999999999999999…"),
+        ("SELECT 9223372036854775808 FROM events", "The number 9223372036854775808 is too large"),
+        (f"SELECT {LONG}.5 FROM events", "(5002 characters) is beyond the range of numbers"),
+        ("SELECT 1e999 FROM events", "1e999 is beyond the range of numbers"),
+    ],
+)
+def test_numbers_beyond_64_bits_are_refused_by_name(run, events, refused, text, named):
+    attr, detail, code = refused(hogql(text))
+
+    assert (attr, code) == ("query", "invalid_input")
+    assert named in detail
+
+
+def test_the_largest_whole_numbers_are_read(run, events):
+    body = run(hogql("SELECT 9223372036854775807, -9223372036854775807 FROM events LIMIT 1"))
+    padded = run(hogql(f"SELECT distinct_id FROM events ORDER BY timestamp LIMIT {'0' * 4400}2 OFFSET {'0' * 4400}1"))
+
+    assert body["results"] == [[9223372036854775807, -9223372036854775807]]
+    assert (padded["limit"], padded["offset"], padded["results"]) == (2, 1, [["u2"], ["u1"]])
+
+
 def test_a_comparison_the_database_cannot_make_is_a_400(run, events, refused):
     attr, detail, _ = refused(hogql("SELECT event FROM events WHERE timestamp > 'yesterday'"))
 

@@ -39,6 +39,11 @@ ONCE_500 = [
     ({"kind": {}}, "query__kind"),
     ({"kind": "InsightVizNode", "source": {"kind": []}}, "query__source__kind"),
     (hogql("SELECT count() FROM events WHERE timestamp > '9999-12-31T23:00:00-05:00'"), "query"),
+    # Integer literals longer than Python reads (4,300 digits).
+    (hogql(f"SELECT event FROM events LIMIT {'9' * 5000}"), "query"),
+    (hogql(f"SELECT event FROM events LIMIT 1 OFFSET {'9' * 5000}"), "query"),
+    (hogql(f"SELECT count() FROM events WHERE timestamp > now() - INTERVAL {'9' * 5000} DAY"), "query"),
+    (hogql(f"SELECT {'9' * 5000} FROM events"), "query"),
 ]
 
 
