@@ -67,9 +67,11 @@ format: install-dev
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-# PostgreSQL only: DATABASE_URL names a scratch database that is dropped and recreated (its name must contain
-# "bench"; default postgres://postgres@127.0.0.1:5432/workspace_bench). Flags in BENCH_ARGS, e.g.
-# BENCH_ARGS="--scale 0.1 --duration 3" for a quick run. Not part of `make test`.
+# DATABASE_URL names a scratch PostgreSQL database that is dropped and recreated (its name must contain "bench";
+# default postgres://postgres@127.0.0.1:5432/workspace_bench). Flags in BENCH_ARGS, e.g.
+# BENCH_ARGS="--scale 0.1 --duration 3" for a quick run; BENCH_ARGS="--engine clickhouse" for the events sync and the
+# queries on PostgreSQL and ClickHouse (chDB) side by side at 10M events (--scale 0.01 for a quick one). Not part of
+# `make test`.
 bench: install-dev
 	$(PY) benchmarks/run.py $(BENCH_ARGS)
 

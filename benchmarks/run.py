@@ -32,6 +32,9 @@ endpoint beside its floor measured in the same run: the SQL statements its reque
     make bench BENCH_ARGS="--scale 0.1 --duration 3"
     .venv/bin/python benchmarks/run.py --reuse  # keep the seeded database of the last run with the same scale
     .venv/bin/python benchmarks/run.py --reuse --only "detail,users" --workers 2 --threads 1  # another layout
+
+`--engine clickhouse` measures the events in ClickHouse instead, beside PostgreSQL: the events sync and the query
+rows on both engines at 10M events (benchmarks/engines.py).
 """
 
 import argparse
@@ -134,7 +137,18 @@ def main() -> int:
     parser.add_argument(
         "--query-runs", type=int, default=7, help="timed runs of each query through the API, and as many bare"
     )
+    parser.add_argument(
+        "--engine",
+        choices=("postgresql", "clickhouse"),
+        default="postgresql",
+        help="clickhouse: the events sync and the query rows on PostgreSQL and on ClickHouse (chDB) side by side, "
+        "10M events at --scale 1 (benchmarks/engines.py) instead of the endpoints",
+    )
     args = parser.parse_args()
+    if args.engine == "clickhouse":
+        from benchmarks import engines
+
+        return engines.main(args)
 
     database_url = os.environ.get("DATABASE_URL") or DEFAULT_DATABASE_URL
     if urlsplit(database_url).scheme not in ("postgres", "postgresql"):

@@ -383,6 +383,13 @@ def seed_plugins(organization, project, sizes: Sizes) -> None:
     )
 
 
+# The people seed_events' events are about, unless told otherwise.
+PEOPLE = 5_000
+# Events stored per transaction, as many as one batch of the events sync (EVENTS_SYNC_BATCH_SIZE): capture stores
+# them in many transactions, and the sync reads them in the order of the transactions that stored them. Millions in
+# one transaction would have PostgreSQL misjudge every batch of the sync (benchmarks/engines.py times it) as a few rows
+# and sort all that remain for each.
+EVENTS_PER_TRANSACTION = 100_000
 # What a seeded event's properties are (see seed_events).
 PROPERTIES = """jsonb_strip_nulls(jsonb_build_object(
     '$current_url', 'https://shop.example/products/' || (i %% 400),
@@ -394,15 +401,17 @@ PROPERTIES = """jsonb_strip_nulls(jsonb_build_object(
     '$lib', 'posthog-python', 'plan', 'pro'))"""
 
 
-def seed_events(project_id: int, count: int) -> None:
-    """`count` events over the last 60 days, and their uuids, each in one INSERT ... SELECT.
+def seed_events(project_id: int, count: int, *, people: int = PEOPLE) -> None:
+    """`count` events over the last 60 days, and their uuids: INSERT ... SELECT, the events in transactions of
+    EVENTS_PER_TRANSACTION.
 
-    5,000 people (`user-<n>`), each sending one event in 5,000 in turn. What the query layer's rows compute over them
-    must mean something: two thirds of the events are `$pageview`s and a third `$autocapture`s, but a fourth of the
-    people send a `signed up` one time in 25, so that a fourth reach the last step of the funnel `$pageview` →
-    `$autocapture` → `signed up`; a person keeps one browser (five of them, Chrome for half the people) and
-    `signed up`, sent from a server, has none, so that a breakdown by `$browser` has several values and a "none" one."""
-    from django.db import connection
+    `people` people (`user-<n>`, 5,000 unless told), each sending one event in `people` in turn. What the query
+    layer's rows compute over them must mean something: two thirds of the events are `$pageview`s and a third
+    `$autocapture`s, but a fourth of the people send a `signed up` one time in 25, so that a fourth reach the last
+    step of the funnel `$pageview` → `$autocapture` → `signed up`; a person keeps one browser (five of them, Chrome
+    for half the people) and `signed up`, sent from a server, has none, so that a breakdown by `$browser` has several
+    values and a "none" one."""
+    from django.db import connection, transaction
 
     from pipelines.events.models import Event, EventUUID
     from pipelines.events.partitions import events_ensure_partitions, month_of
@@ -432,30 +441,77 @@ def seed_events(project_id: int, count: int) -> None:
     uuids = insert_from_recordset(
         EventUUID, connection, recordset="defaults", given={"project_id": "seeded.project_id", "uuid": "seeded.uuid"}
     )
+    parameters = {
+        "project": project_id,
+        "now": now,
+        "step": step_ms,
+        "people": people,
+        "defaults": orjson.dumps(events.default_row()).decode(),
+    }
+    for first in range(1, count + 1, EVENTS_PER_TRANSACTION):
+        last = min(count, first + EVENTS_PER_TRANSACTION - 1)
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(
+                f"""
+                INSERT INTO {events.table} ({events.columns})
+                SELECT {events.values}
+                FROM generate_series(%(first)s, %(last)s) AS i,
+                     LATERAL (SELECT i %% %(people)s AS person, i / %(people)s AS nth) AS sender,
+                     LATERAL (
+                         SELECT CASE WHEN person %% 4 = 0 AND nth %% 25 = 3 THEN 'signed up'
+                                     WHEN (nth + person) %% 3 = 0 THEN '$autocapture'
+                                     ELSE '$pageview' END AS name
+                     ) AS named{events.read_from("%(defaults)s::jsonb")}
+                """,
+                {**parameters, "first": first, "last": last},
+            )
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"""
-            INSERT INTO {events.table} ({events.columns})
-            SELECT {events.values}
-            FROM generate_series(1, %(count)s) AS i,
-                 LATERAL (SELECT i %% 5000 AS person, i / 5000 AS nth) AS sender,
-                 LATERAL (
-                     SELECT CASE WHEN person %% 4 = 0 AND nth %% 25 = 3 THEN 'signed up'
-                                 WHEN (nth + person) %% 3 = 0 THEN '$autocapture'
-                                 ELSE '$pageview' END AS name
-                 ) AS named{events.read_from("%(defaults)s::jsonb")}
-            """,
-            {
-                "project": project_id,
-                "now": now,
-                "step": step_ms,
-                "count": count,
-                "defaults": orjson.dumps(events.default_row()).decode(),
-            },
-        )
         cursor.execute(
             f"INSERT INTO {uuids.table} ({uuids.columns}) SELECT {uuids.values} "
             f"FROM {Event._meta.db_table} AS seeded{uuids.read_from('%(defaults)s::jsonb')} "
             "WHERE seeded.project_id = %(project)s",
             {"project": project_id, "defaults": orjson.dumps(uuids.default_row()).decode()},
         )
+
+
+def seed_events_at_scale(*, events: int, people: int) -> dict:
+    """The data of the events bench (benchmarks/engines.py): an owner, an organization with its first project, and in
+    it `events` events of `people` people as seed_events writes them, each person with its distinct id
+    (seed_persons). Nothing else: the engines' rows read only events and persons."""
+    from organizations.services import organization_create
+    from workspace.models import User
+
+    owner = User.objects.create_user("bench@example.com", "bench-password", first_name="Bench", last_name="Owner")
+    organization = organization_create(actor=owner, name="Bench")
+    project = organization.projects.get()
+    seed_events(project.pk, events, people=people)
+    seed_persons(project.pk, people)
+    return {"organization_id": str(organization.pk), "project_id": project.pk}
+
+
+def seed_persons(project_id: int, count: int) -> None:
+    """A person for each of the `count` people seed_events writes, named by its one distinct id (`user-<n>`), as
+    capture makes them: two INSERT ... SELECT, the persons' uuids derived from their numbers. The distinct ids'
+    triggers record each one as a change for the events sync (pipelines.clickhouse)."""
+    from django.db import connection
+
+    from pipelines.events.models import Person, PersonDistinctId
+    from workspace.db import insert_from_recordset
+
+    person_uuid = "md5('bench-person-' || n)::uuid"
+    persons = insert_from_recordset(
+        Person, connection, recordset="defaults", given={"uuid": person_uuid, "project_id": "%(project)s"}
+    )
+    distinct_ids = insert_from_recordset(
+        PersonDistinctId,
+        connection,
+        recordset="defaults",
+        given={"project_id": "%(project)s", "distinct_id": "'user-' || n", "person_id": person_uuid},
+    )
+    with connection.cursor() as cursor:
+        for insert in (persons, distinct_ids):
+            cursor.execute(
+                f"INSERT INTO {insert.table} ({insert.columns}) SELECT {insert.values} "
+                f"FROM generate_series(0, %(count)s - 1) AS n{insert.read_from('%(defaults)s::jsonb')}",
+                {"project": project_id, "count": count, "defaults": orjson.dumps(insert.default_row()).decode()},
+            )
