@@ -31,13 +31,14 @@ import logging
 import re
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import orjson
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
 from pipelines.events.models import EventDefinition, EventProperty, PropertyDefinition, PropertyType
-from workspace.db import prepared_cursor
+from workspace.db import Insert, insert_from_recordset, per_vendor, prepared_cursor
 
 logger = logging.getLogger(__name__)
 
@@ -152,50 +153,99 @@ def _remember(keys: list[tuple], now: float) -> None:
 
 
 # The batch's names travel as one JSON document (written by orjson, read by the database in C): arrays of texts would
-# be adapted element by element on the way, which costs more than the statement.
+# be adapted element by element on the way, which costs more than the statement. Each insert's columns come from its
+# model (workspace.db.insert_from_recordset): a field added to a definition is written as the ORM would write it.
 _POSTGRESQL_RECORD = """
 WITH incoming AS (
     SELECT %(names)s::jsonb AS names
 ), new_events AS (
-    INSERT INTO pipelines_eventdefinition (id, project_id, name, created_at, last_seen_at)
-    SELECT gen_random_uuid(), %(project)s, name, statement_timestamp(), statement_timestamp()
-    FROM incoming, jsonb_array_elements_text(incoming.names -> 'events') AS name ORDER BY name
+    INSERT INTO {events.table} ({events.columns})
+    SELECT {events.values}
+    FROM incoming, jsonb_to_recordset(incoming.names -> 'events') AS {events.recordset} ({events_definition})
+    ORDER BY {events.recordset}.name
     ON CONFLICT DO NOTHING
 ), stale AS (
-    SELECT id FROM pipelines_eventdefinition
+    SELECT id FROM {events.table}
     WHERE project_id = %(project)s
-        AND name IN (SELECT jsonb_array_elements_text(incoming.names -> 'events') FROM incoming)
+        AND name IN (
+            SELECT named.name FROM incoming, jsonb_to_recordset(incoming.names -> 'events') AS named (name text)
+        )
         AND last_seen_at < statement_timestamp() - %(precision)s::interval
     ORDER BY name
     FOR UPDATE SKIP LOCKED
 ), seen AS (
-    UPDATE pipelines_eventdefinition SET last_seen_at = statement_timestamp()
-    FROM stale WHERE pipelines_eventdefinition.id = stale.id
+    UPDATE {events.table} SET last_seen_at = statement_timestamp()
+    FROM stale WHERE {events.table}.id = stale.id
 ), new_properties AS (
-    INSERT INTO pipelines_propertydefinition (id, project_id, type, name, property_type, created_at)
-    SELECT gen_random_uuid(), %(project)s, found.kind, found.name, found.type, statement_timestamp()
-    FROM incoming, jsonb_to_recordset(incoming.names -> 'properties') AS found (kind smallint, name text, type text)
-    ORDER BY found.kind, found.name
+    INSERT INTO {properties.table} ({properties.columns})
+    SELECT {properties.values}
+    FROM incoming,
+        jsonb_to_recordset(incoming.names -> 'properties') AS {properties.recordset} ({properties_definition})
+    ORDER BY {properties.recordset}.type, {properties.recordset}.name
     ON CONFLICT DO NOTHING
 )
-INSERT INTO pipelines_eventproperty (project_id, event, property)
-SELECT %(project)s, pair.event, pair.property
-FROM incoming, jsonb_to_recordset(incoming.names -> 'pairs') AS pair (event text, property text)
-ORDER BY pair.event, pair.property
+INSERT INTO {pairs.table} ({pairs.columns})
+SELECT {pairs.values}
+FROM incoming, jsonb_to_recordset(incoming.names -> 'pairs') AS {pairs.recordset} ({pairs_definition})
+ORDER BY {pairs.recordset}.event, {pairs.recordset}.property
 ON CONFLICT DO NOTHING
 """
 
 
-def _document(names: list[str], properties: list, pairs: list) -> str:
+@dataclass(frozen=True, slots=True)
+class _Record:
+    """The record statement, and the inserts whose defaults its document carries."""
+
+    sql: str
+    events: Insert
+    properties: Insert
+    pairs: Insert
+
+
+@per_vendor
+def _record_statement(connection) -> _Record:
+    now, project = "statement_timestamp()", "%(project)s"
+    events = insert_from_recordset(
+        EventDefinition,
+        connection,
+        recordset="new_event",
+        given={"id": "gen_random_uuid()", "project_id": project, "created_at": now, "last_seen_at": now},
+        sent=("name",),
+    )
+    properties = insert_from_recordset(
+        PropertyDefinition,
+        connection,
+        recordset="found",
+        given={"id": "gen_random_uuid()", "project_id": project, "created_at": now},
+        sent=("type", "name", "property_type"),
+    )
+    pairs = insert_from_recordset(
+        EventProperty, connection, recordset="pair", given={"project_id": project}, sent=("event", "property")
+    )
+    sql = _POSTGRESQL_RECORD.format(
+        events=events,
+        properties=properties,
+        pairs=pairs,
+        events_definition=", ".join(events.definition),
+        properties_definition=", ".join(properties.definition),
+        pairs_definition=", ".join(pairs.definition),
+    )
+    return _Record(sql=sql, events=events, properties=properties, pairs=pairs)
+
+
+def _document(record: _Record, names: list[str], properties: list, pairs: list) -> str:
     document = {
-        "events": names,
-        "properties": [{"kind": kind, "name": name, "type": found} for kind, name, found in properties],
-        "pairs": [{"event": event, "property": name} for event, name in pairs],
+        "events": [{**record.events.default_row(), "name": name} for name in names],
+        "properties": [
+            {**record.properties.default_row(), "type": kind, "name": name, "property_type": found}
+            for kind, name, found in properties
+        ],
+        "pairs": [{**record.pairs.default_row(), "event": event, "property": name} for event, name in pairs],
     }
     try:
         return orjson.dumps(document).decode()
     except orjson.JSONEncodeError:  # a lone surrogate, which orjson declines
-        return json.dumps(document, ensure_ascii=False)
+        return json.dumps(document, ensure_ascii=False, default=lambda fragment: json.loads(fragment.contents))
 
 
 def definitions_record(*, project_id: int, events: Iterable) -> None:
@@ -208,12 +258,13 @@ def definitions_record(*, project_id: int, events: Iterable) -> None:
     try:
         with transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext():
             if connection.vendor == "postgresql":
+                record = _record_statement(connection)
                 with prepared_cursor(connection) as cursor:
                     cursor.execute(
-                        _POSTGRESQL_RECORD,
+                        record.sql,
                         {
                             "project": project_id,
-                            "names": _document(names, properties, pairs),
+                            "names": _document(record, names, properties, pairs),
                             "precision": f"{int(LAST_SEEN_PRECISION.total_seconds())} seconds",
                         },
                     )

@@ -1,4 +1,5 @@
-"""Adding a field to `Event`, `Person` or `PersonDistinctId` is model + migration, and capture goes on storing them.
+"""Adding a field to `Event`, `Person`, `PersonDistinctId` or a definition is model + migration, and capture goes on
+storing them.
 
 Capture writes these rows with statements of its own on PostgreSQL (`pipelines.events.services`,
 `pipelines.events.persons`), so an insert that lists its columns by hand would fail there on a new column that has a
@@ -30,7 +31,15 @@ FIELDS = {
     "rank": "models.IntegerField(db_default=7)",
 }
 # Where the fields go: the start of each model's body, after its docstring.
-MODELS = {"Event": FIELDS, "Person": FIELDS, "PersonDistinctId": {"label": FIELDS["label"]}}
+LABEL = {"label": FIELDS["label"]}
+MODELS = {
+    "Event": FIELDS,
+    "Person": FIELDS,
+    "PersonDistinctId": LABEL,
+    "EventDefinition": LABEL,
+    "PropertyDefinition": LABEL,
+    "EventProperty": LABEL,
+}
 MODEL_BODY = r'(\nclass {name}\(models\.Model\):\n    """.*?"""\n\n)'
 # PostgreSQL's limit on a database's name, less the "test_" pytest-django puts before it.
 NAME_LENGTH = 63 - len("test_")
@@ -49,7 +58,7 @@ from django.test import Client
 from django.utils import timezone
 
 import pipelines
-from pipelines.events.models import Event, Person, PersonDistinctId
+from pipelines.events.models import Event, EventDefinition, EventProperty, Person, PersonDistinctId, PropertyDefinition
 
 COPY = Path(__file__).resolve().parent.parent
 UUID_1 = "01890000-0000-7000-8000-000000000001"
@@ -146,6 +155,12 @@ def test_capture_stores_events_and_persons_with_their_new_fields(project, key_cl
         assert len({row[3] for row in rows}) == count, f"{model.__name__}.ref: one default per row"
     assert set(PersonDistinctId.objects.values_list("label", flat=True)) == {""}
     assert PersonDistinctId.objects.count() == 7
+    # The names the events carry, recorded as they were stored, with the new field's default.
+    names = set(EventDefinition.objects.values_list("name", flat=True))
+    assert names == {"$pageview", "again", "later", "$identify", "$create_alias"}, names
+    for model in (EventDefinition, PropertyDefinition, EventProperty):
+        assert model.objects.exists(), model
+        assert set(model.objects.values_list("label", flat=True)) == {""}, model
 '''
 
 
