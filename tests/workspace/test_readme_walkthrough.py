@@ -137,7 +137,7 @@ def test_sending_events_runs_as_written_and_reads_them_back(start_live_service, 
     script = block("## Sending events")
     service = start_live_service(server="runserver")
 
-    capture, batch, read_back, person = run_block(script, service, demo_key)
+    capture, batch, read_back, person, event_names, properties = run_block(script, service, demo_key)
 
     assert [json.loads(capture)] == [json.loads(shown) for shown in shown_outputs(script)]
     assert json.loads(batch) == {"status": 1}
@@ -150,3 +150,7 @@ def test_sending_events_runs_as_written_and_reads_them_back(start_live_service, 
     assert events[1]["properties"] == {"plan": "pro", "$set": {"email": "user42@example.com"}}
     [person] = json.loads(person)["results"]
     assert (person["distinct_ids"], person["properties"]) == (["user-42"], {"email": "user42@example.com"})
+    volumes = {definition["name"]: definition["volume_30_day"] for definition in json.loads(event_names)["results"]}
+    assert volumes.get("signed up", 0) >= 1 and all("signed" in name for name in volumes), volumes
+    by_name = {prop["name"]: prop["property_type"] for prop in json.loads(properties)["results"]}
+    assert by_name.get("plan") == "String", by_name
