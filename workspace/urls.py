@@ -3,6 +3,7 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView
 
 from dashboards.public.embed_pages import embedded_page
+from dashboards.public.member_pages import member_dashboard, member_insight
 from dashboards.public.pages import shared_dashboard
 from workspace.health import healthz, readyz
 from workspace.views import DocsView, RedocView, api_not_found, favicon, landing_page, redoc_bundle
@@ -27,6 +28,17 @@ urlpatterns = [
     # A signed embed's page (HTML, or JSON with ?format=json; no key): any token reaches the view, which answers every
     # one it refuses with the same 404.
     re_path(r"^embed/(?P<token>[^/]+)/?$", embedded_page, name="embed"),
+    # A dashboard's and an insight's own page for a signed-in member: the links clients and agents hand out.
+    re_path(
+        r"^project/(?P<project_id>[0-9]{1,18})/dashboard/(?P<dashboard_id>[0-9]{1,18})/?$",
+        member_dashboard,
+        name="member-dashboard",
+    ),
+    re_path(
+        r"^project/(?P<project_id>[0-9]{1,18})/insights/(?P<short_id>[A-Za-z0-9]{1,12})/?$",
+        member_insight,
+        name="member-insight",
+    ),
     re_path(r"^api/schema/?$", SpectacularAPIView.as_view(), name="schema"),
     re_path(r"^api/docs/?$", DocsView.as_view(url_name="schema"), name="docs"),
     re_path(r"^api/redoc/?$", RedocView.as_view(url_name="schema"), name="redoc"),
