@@ -290,6 +290,9 @@ SITE_URL = os.environ.get("SITE_URL", "http://127.0.0.1:8000")
 # How long one computation of the query layer may take, all its statements together (pipelines/query/limits.py); past
 # it the API answers 400 `query_timeout` and nothing of it keeps running.
 QUERY_TIMEOUT_MS = env_int("QUERY_TIMEOUT_MS", 10_000)
+# Threads of each process that run computations a client asked to go on without it (`Prefer: respond-async`): past
+# them, such computations wait their turn (each still within the per-key and per-project limits below).
+QUERY_ASYNC_THREADS = env_int("QUERY_ASYNC_THREADS", 4)
 # Computations running at once per API key and per project; past either the API answers 429 with Retry-After.
 API_QUERY_CONCURRENCY = env_int("API_QUERY_CONCURRENCY", 3)
 PROJECT_QUERY_CONCURRENCY = env_int("PROJECT_QUERY_CONCURRENCY", 6)

@@ -23,11 +23,13 @@ import datetime as dt
 import hashlib
 import json
 from collections.abc import Callable
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 
 from django.core.cache import cache
 from django.utils import timezone
 
+from pipelines.query import flights
 from pipelines.query.dialects import Dialect, NoRows
 from pipelines.query.engines import Engine, events_engine
 from pipelines.query.errors import QueryError
@@ -36,6 +38,7 @@ from pipelines.query.kinds import KINDS, parse_query
 from pipelines.query.limits import QueryLimits, check_shape
 from pipelines.query.nodes import ParsedQuery
 from workspace.api.conditional import none_match
+from workspace.api.exceptions import DomainError, NotFoundError
 
 REFRESH_MODES = ("blocking", "force_blocking", "force_cache")
 FRESH_FOR_HOUR_INTERVALS = dt.timedelta(minutes=15)
@@ -60,12 +63,14 @@ def run_query(
 
 @dataclass(frozen=True)
 class QueryResult:
-    """A result's response (None when `not_modified`), how fresh it is, and when it was answered (`at`)."""
+    """A result's response (None when `not_modified`, or `pending`: a computation still under way), how fresh it is,
+    and when it was answered (`at`)."""
 
     response: dict | None
     freshness: Freshness
     at: dt.datetime
     not_modified: bool = False
+    pending: "flights.Flight | None" = None
 
     def headers(self) -> dict[str, str]:
         """The HTTP headers that tell its freshness (pipelines.query.freshness)."""
@@ -80,6 +85,7 @@ def query_result(
     before_compute: Callable[[], None] | None = None,
     limits: QueryLimits | None = None,
     if_none_match: str | None = None,
+    respond_async: float | None = None,
 ) -> QueryResult:
     """The result of `query` (request JSON) over `project`'s events, from the cache or computed as `refresh` says,
     with its freshness; `not_modified` (and no response) when `if_none_match` (an If-None-Match header's value) names
@@ -91,6 +97,10 @@ def query_result(
     chosen engine's dialect runs them with the deadline the computation starts with.
     QueryError (a 400 naming the field) for a query that cannot run or whose result would be too large;
     QueryThrottled (429) for one refused for now.
+
+    `respond_async` (seconds): compute on this process's pool of background threads and wait that long at most;
+    a computation not done by then goes on, and the answer is `pending`: its flight, whose status URL gives what
+    this request would have (`flight_result`).
     """
     parsed = parse_query(query)
     engine = events_engine()
@@ -117,27 +127,130 @@ def query_result(
         }
         return QueryResult(response, Freshness(state=ABSENT, etag=None, computed_at=None, fresh_for=fresh_for), now)
     check_shape(parsed, project=project, now=now, earliest=lambda: engine.dialect().first_event(project.pk))
-    if before_compute is not None:
-        before_compute()
-    if limits is None:
-        limits = QueryLimits(as_tile_error=True)
-    with limits.computation(project) as deadline:
-        result = compute(parsed, project=project, now=now, dialect=engine.dialect(deadline=deadline))
-    response = {
-        **result,
-        "is_cached": False,
-        "last_refresh": now.isoformat(),
-        "next_allowed_client_refresh": (now + fresh_for).isoformat(),
-        "cache_key": key,
-        "timezone": project.time_zone,
-    }
-    etag = result_etag(key, response)
-    cache.set(key, {"computed_at": now, "response": response, "etag": etag}, KEPT_FOR_SECONDS)
+    while True:
+        # One computation of a result at a time (pipelines.query.flights): a request that finds one under way waits
+        # for its result (a request that responds asynchronously, as long as it asked to), then answers from the
+        # cache; it computes itself only when that one ends without a result it may share.
+        running = flights.current(key)
+        if running is not None:
+            record = flights.wait(running, flights.lease_seconds() if respond_async is None else respond_async)
+            joined = _joined(running, record, fresh_for=fresh_for, if_none_match=if_none_match)
+            if joined is not None:
+                return joined
+        flight = flights.start(key, project.pk, fresh_for=fresh_for)
+        if flight is not None:
+            break
+    try:
+        if before_compute is not None:
+            before_compute()
+        if limits is None:
+            limits = QueryLimits(as_tile_error=True)
+        # Entered here, left by the computation wherever it runs: a refusal is this request's answer.
+        held = limits.computation(project)
+        deadline = held.__enter__()
+    except BaseException:
+        flights.abandon(flight)
+        raise
     state = REQUESTED if refresh == "force_blocking" else MISS if cached is None else EXPIRED
-    freshness = Freshness(state=state, etag=etag, computed_at=now, fresh_for=fresh_for)
-    if if_none_match is not None and none_match(if_none_match, etag):
+
+    def computation() -> QueryResult:
+        try:
+            result = compute(parsed, project=project, now=now, dialect=engine.dialect(deadline=deadline))
+            response = {
+                **result,
+                "is_cached": False,
+                "last_refresh": now.isoformat(),
+                "next_allowed_client_refresh": (now + fresh_for).isoformat(),
+                "cache_key": key,
+                "timezone": project.time_zone,
+            }
+            etag = result_etag(key, response)
+            cache.set(key, {"computed_at": now, "response": response, "etag": etag}, KEPT_FOR_SECONDS)
+        except DomainError as error:
+            flights.fail(flight, error)
+            raise
+        except BaseException:
+            flights.abandon(flight)
+            raise
+        finally:
+            held.__exit__(None, None, None)
+        flights.finish(flight)
+        return QueryResult(response, Freshness(state=state, etag=etag, computed_at=now, fresh_for=fresh_for), now)
+
+    if respond_async is None:
+        outcome = computation()
+    else:
+        running = flights.in_background(computation)
+        try:
+            outcome = running.result(timeout=respond_async)
+        except FutureTimeout:
+            return QueryResult(None, _pending_freshness(fresh_for), now, pending=flight)
+    if if_none_match is not None and none_match(if_none_match, outcome.freshness.etag):
+        return QueryResult(None, outcome.freshness, now, not_modified=True)
+    return outcome
+
+
+def flight_result(*, project, flight_id: str, if_none_match: str | None = None) -> QueryResult:
+    """What the status URL of a computation answers: the result a synchronous request would get now (from the
+    cache, with its ETag) once it is done; `pending` while it runs; its refusal (raised) when it failed. NotFoundError
+    for an unknown flight, one of another project, or one whose result is no longer kept."""
+    record = flights.status(flight_id)
+    if record is None or record["project"] != project.pk:
+        raise NotFoundError("No computation of this project has that id (its status is kept for an hour).")
+    flight = flights.Flight(id=flight_id, key=record["key"], project_id=project.pk)
+    fresh_for = dt.timedelta(seconds=record["fresh_for"])
+    now = timezone.now()
+    if record["state"] == flights.RUNNING:
+        return QueryResult(None, _pending_freshness(fresh_for), now, pending=flight)
+    joined = _joined(flight, record, fresh_for=fresh_for, if_none_match=if_none_match, shared=False)
+    if joined is None:
+        raise NotFoundError("This computation's result is no longer kept. Ask for the result again.")
+    return joined
+
+
+def _joined(
+    flight: "flights.Flight", record: dict | None, *, fresh_for: dt.timedelta, if_none_match: str | None, shared=True
+) -> QueryResult | None:
+    """The answer of a request that waited for `flight` (its `record` after the wait): pending while it runs, the
+    cached result once done, its refusal once failed. None when the request should compute itself: the flight is
+    unknown, lost, or refused for a reason of its own caller (`shared`: a limit of another key)."""
+    now = timezone.now()
+    if record is None:
+        return None
+    if record["state"] == flights.RUNNING:
+        return QueryResult(None, _pending_freshness(fresh_for), now, pending=flight)
+    if record["state"] == flights.FAILED:
+        error = record["error"]
+        if shared and (error["status"] == 429 or error["code"] == "computation_lost"):
+            return None
+        raise RecordedRefusal(error)
+    entry = cache.get(flight.key)
+    if entry is None:
+        return None
+    freshness = Freshness(
+        state=HIT if now - entry["computed_at"] < fresh_for else STALE,
+        etag=entry["etag"],
+        computed_at=entry["computed_at"],
+        fresh_for=fresh_for,
+    )
+    if if_none_match is not None and none_match(if_none_match, entry["etag"]):
         return QueryResult(None, freshness, now, not_modified=True)
-    return QueryResult(response, freshness, now)
+    return QueryResult({**entry["response"], "is_cached": True}, freshness, now)
+
+
+def _pending_freshness(fresh_for: dt.timedelta) -> Freshness:
+    return Freshness(state=ABSENT, etag=None, computed_at=None, fresh_for=fresh_for)
+
+
+class RecordedRefusal(DomainError):
+    """The refusal a computation ended with, as its status URL (or a request that waited for it) answers it."""
+
+    def __init__(self, error: dict):
+        super().__init__(error["detail"], code=error["code"], attr=error["attr"])
+        self.status_code = error["status"]
+        self.error_type = error["type"]
+        if error.get("wait") is not None:
+            self.wait = error["wait"]
 
 
 def validate_query(*, project, query: object, path: tuple[str, ...] = ("query",)) -> None:

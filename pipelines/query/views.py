@@ -1,4 +1,6 @@
+from django.conf import settings
 from django.http import Http404
+from django.urls import reverse
 from django_filters.utils import translate_validation
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -14,9 +16,9 @@ from pipelines.query.engines import DATABASE, events_engine
 from pipelines.query.events import EventFilters, ProjectEvents
 from pipelines.query.freshness import ABSENT
 from pipelines.query.limits import Deadline, QueryLimits
-from pipelines.query.runner import query_result
+from pipelines.query.runner import QueryResult, flight_result, query_result
 from pipelines.query.serializers import QueryRequestSerializer
-from workspace.api.conditional import cache_directives
+from workspace.api.conditional import cache_directives, respond_async_wait
 from workspace.api.exceptions import error_body
 from workspace.api.pagination import UncountedLimitOffsetPagination
 from workspace.api.schema import ErrorSerializer
@@ -43,6 +45,15 @@ REQUEST_CACHE_CONTROL = OpenApiParameter(
     description="`only-if-cached`: never compute, 504 when no result is cached (over `refresh`); `no-cache`: compute "
     "now (as `refresh: force_blocking`, within the throttle of computations). Other directives are ignored.",
 )
+PREFER = OpenApiParameter(
+    "Prefer",
+    OpenApiTypes.STR,
+    OpenApiParameter.HEADER,
+    description="`respond-async, wait=N` (RFC 7240): when the result is not ready within N seconds (0 without `wait`), "
+    "a 202 whose `Location` answers it later; the computation goes on without the client.",
+)
+# A computation a client did not wait for: where to ask, and when.
+ASYNC_RETRY_SECONDS = 1
 FRESHNESS_HEADERS = [
     OpenApiParameter(name, kind, OpenApiParameter.HEADER, response=[200, 304], description=description)
     for name, kind, description in (
@@ -79,6 +90,7 @@ class QueryViewSet(ProjectScopedViewSet):
     required_scopes = ["query:read"]
     serializer_class = QueryRequestSerializer
     outside_transaction = True
+    lookup_value_regex = "[0-9a-f]{32}"  # a computation's id (pipelines.query.flights)
 
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)
@@ -92,10 +104,15 @@ class QueryViewSet(ProjectScopedViewSet):
         return super().finalize_response(request, response, *args, **kwargs)
 
     @extend_schema(
-        parameters=[PROJECT_ID, IF_NONE_MATCH, REQUEST_CACHE_CONTROL, *FRESHNESS_HEADERS],
+        parameters=[PROJECT_ID, IF_NONE_MATCH, REQUEST_CACHE_CONTROL, PREFER, *FRESHNESS_HEADERS],
         request=QueryRequestSerializer,
         responses={
             200: OpenApiResponse(OpenApiTypes.OBJECT, description="The query's result and cache state."),
+            202: OpenApiResponse(
+                OpenApiTypes.OBJECT,
+                description="`Prefer: respond-async` and the result was not ready in time: `Location` (the status URL) "
+                "answers it once computed, `Retry-After` says when to ask.",
+            ),
             304: OpenApiResponse(description="The result is still the one `If-None-Match` names; no body."),
             504: OpenApiResponse(
                 ErrorSerializer, description="`Cache-Control: only-if-cached` and no result is cached."
@@ -108,7 +125,10 @@ class QueryViewSet(ProjectScopedViewSet):
         DataVisualizationNode wrapping one) over the project's events, or answer from the cache as `refresh` says.
         Unknown kinds and fields inside `query` are a 400 naming their path (`query__series__0__math`); a query past
         the timeout is a 400 `query_timeout`, one whose result would be too large a 400 (`max_cells`,
-        `result_too_large`); a computation past the key's or the project's limits is a 429 with `Retry-After`."""
+        `result_too_large`); a computation past the key's or the project's limits is a 429 with `Retry-After`.
+        With `Prefer: respond-async, wait=N`, a result not ready within N seconds is a 202: its computation goes on,
+        and `Location` gives what this request would have, with the same ETag. Identical requests arriving while a
+        result is computed wait for that computation rather than start another."""
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         directives = cache_directives(request)
@@ -124,11 +144,45 @@ class QueryViewSet(ProjectScopedViewSet):
             before_compute=self.throttle_computation,
             limits=self.limits,
             if_none_match=request.headers.get("If-None-Match"),
+            respond_async=respond_async_wait(request, most=settings.QUERY_TIMEOUT_MS / 1000),
         )
+        return self.answer(outcome, only_if_cached="only-if-cached" in directives)
+
+    @extend_schema(
+        parameters=[PROJECT_ID, IF_NONE_MATCH, *FRESHNESS_HEADERS],
+        request=None,
+        responses={
+            200: OpenApiResponse(OpenApiTypes.OBJECT, description="The computation's result, as `POST` answers it."),
+            202: OpenApiResponse(OpenApiTypes.OBJECT, description="Still computing: ask again after `Retry-After`."),
+            304: OpenApiResponse(description="The result is still the one `If-None-Match` names; no body."),
+            404: OpenApiResponse(ErrorSerializer, description="No computation of this project has that id."),
+        },
+        summary="The result of a computation that went on without its client",
+    )
+    def retrieve(self, request, *args, **kwargs):
+        """The status URL of a query answered 202 (`Prefer: respond-async`): 202 with `Retry-After` while it is
+        computed; then what the query's own request would have answered (its result with the same ETag, or its
+        refusal). Kept for an hour."""
+        outcome = flight_result(
+            project=self.project, flight_id=kwargs["pk"], if_none_match=request.headers.get("If-None-Match")
+        )
+        return self.answer(outcome)
+
+    def answer(self, outcome: QueryResult, *, only_if_cached: bool = False) -> Response:
         headers = outcome.headers()
+        if outcome.pending is not None:
+            path = reverse("project-query-detail", kwargs={"project_id": self.project.pk, "pk": outcome.pending.id})
+            location = path if path.endswith("/") else f"{path}/"  # the routes' one spelling (STYLE #3)
+            body = {"query_status": {"id": outcome.pending.id, "complete": False}}
+            headers = {
+                "Location": self.request.build_absolute_uri(location),
+                "Retry-After": str(ASYNC_RETRY_SECONDS),
+                "Preference-Applied": "respond-async",
+            }
+            return Response(body, status=status.HTTP_202_ACCEPTED, headers=headers)
         if outcome.not_modified:
             return Response(status=status.HTTP_304_NOT_MODIFIED, headers=headers)
-        if outcome.freshness.state == ABSENT and "only-if-cached" in directives:
+        if outcome.freshness.state == ABSENT and only_if_cached:
             body = error_body("invalid_request", "not_cached", "No result of this query is cached (only-if-cached).")
             return Response(body, status=status.HTTP_504_GATEWAY_TIMEOUT, headers=headers)
         return Response(outcome.response, headers=headers)

@@ -102,3 +102,22 @@ def cache_directives(request) -> frozenset[str]:
     `no-cache`, `only-if-cached`... An unknown directive is there too, for the view to ignore."""
     header = request.headers.get("Cache-Control", "")
     return frozenset(name for name in (part.split("=", 1)[0].strip().lower() for part in header.split(",")) if name)
+
+
+def respond_async_wait(request, *, most: float) -> float | None:
+    """The seconds a request's `Prefer: respond-async` (RFC 7240) lets the server take before answering 202: its
+    `wait=N` preference (at most `most`), 0 without one; None when the request does not prefer to respond
+    asynchronously."""
+    preferences = {}
+    for header in request.headers.get("Prefer", "").split(","):
+        for part in header.split(";")[:1]:
+            name, _, value = part.strip().partition("=")
+            if name:
+                preferences[name.strip().lower()] = value.strip().strip('"')
+    if "respond-async" not in preferences:
+        return None
+    try:
+        seconds = float(preferences.get("wait") or 0)
+    except ValueError:
+        seconds = 0.0
+    return min(max(seconds, 0.0), most) if seconds == seconds else 0.0
