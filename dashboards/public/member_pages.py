@@ -8,6 +8,8 @@ link to nothing. Results come from the same cache as the page's public twin (com
 SHARED_PAGE_REFRESH_SECONDS), so reading a page never costs more than its shared page would.
 """
 
+from functools import wraps
+
 from django.contrib.auth.views import redirect_to_login
 from django.http import Http404
 from django.shortcuts import get_object_or_404
@@ -22,23 +24,28 @@ from dashboards.public.results import PageResults
 from organizations.models import Project
 
 
-def member_project(request, project_id: int):
-    """The project, when the signed-in person is a member of its organization; else 404 (the same for a project that
-    does not exist)."""
-    # A signed-in session carries no key, so no key's limits: the person's memberships are all there is.
-    project = Project.objects.filter(pk=project_id, organization__memberships__user=request.user).first()
-    if project is None:
-        raise Http404("No such project.")
-    return project
+def member_page(view):
+    """A page for a signed-in member of the project in its URL: the view gets the project; anyone not signed in is
+    sent to sign in and back, anyone else gets 404 (the same as for a project that does not exist)."""
+
+    @require_http_methods(["GET", "HEAD"])
+    @never_cache
+    @wraps(view)
+    def page(request, project_id: str, **kwargs):
+        if not request.user.is_authenticated:
+            return redirect_to_login(request.get_full_path())
+        # A signed-in session carries no key, so no key's limits: the person's memberships are all there is.
+        project = Project.objects.filter(pk=project_id, organization__memberships__user=request.user).first()
+        if project is None:
+            raise Http404("No such project.")
+        return view(request, project, **kwargs)
+
+    return page
 
 
-@require_http_methods(["GET", "HEAD"])
-@never_cache
-def member_dashboard(request, project_id: int, dashboard_id: int):
+@member_page
+def member_dashboard(request, project, dashboard_id: str):
     """A dashboard's page, with its own filters and range; `?format=json` gives its numbers."""
-    if not request.user.is_authenticated:
-        return redirect_to_login(request.get_full_path())
-    project = member_project(request, project_id)
     dashboard = get_object_or_404(
         Dashboard.objects.select_related("project"), pk=dashboard_id, project=project, deleted=False
     )
@@ -50,13 +57,9 @@ def member_dashboard(request, project_id: int, dashboard_id: int):
     return page_response(request, page_context(request, dashboard, tiles, results, shown))
 
 
-@require_http_methods(["GET", "HEAD"])
-@never_cache
-def member_insight(request, project_id: int, short_id: str):
+@member_page
+def member_insight(request, project, short_id: str):
     """An insight's page: its chart alone, with its own range, drawn as a dashboard of one tile."""
-    if not request.user.is_authenticated:
-        return redirect_to_login(request.get_full_path())
-    project = member_project(request, project_id)
     insight = get_object_or_404(
         Insight.objects.select_related("project"), short_id=short_id, project=project, deleted=False
     )
