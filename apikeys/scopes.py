@@ -1,6 +1,7 @@
-"""The scope vocabulary of personal API keys: `<object>:<read|write>`, or `*` for everything.
+"""The scope vocabulary of API keys: `<object>:<read|write>`, or `*` for everything.
 
-`write` implies `read`. A key with no scopes can do nothing.
+`write` implies `read`. A key with no scopes can do nothing. A project's key holds at most a project's scopes
+(`validate_project_scopes`).
 """
 
 from collections.abc import Iterable
@@ -24,7 +25,12 @@ OBJECTS = (
     "user",
     "query",
     "person",
+    "endpoint",
 )
+
+# What a project's key may never hold: everything (`*`, which includes what is added later), and the objects that
+# lie outside one project (its organization, the organization's members, a person's own user).
+PROJECT_KEY_FORBIDDEN_OBJECTS = ("organization", "organization_member", "user")
 
 ALL_SCOPES = tuple(f"{obj}:{action}" for obj in OBJECTS for action in ACTIONS)
 
@@ -43,9 +49,24 @@ def validate_scopes(scopes: Iterable[str]) -> list[str]:
     return cleaned
 
 
-def parse_scopes(text: str) -> list[str]:
-    """Split a comma-separated scope list, as typed on a command line or in a form."""
-    return validate_scopes(part for part in text.split(",") if part.strip())
+def validate_project_scopes(scopes: Iterable[str]) -> list[str]:
+    """`validate_scopes`, refusing what reaches beyond one project (a ValidationError naming the scope)."""
+    cleaned = validate_scopes(scopes)
+    for scope in cleaned:
+        if scope == ALL or scope.partition(":")[0] in PROJECT_KEY_FORBIDDEN_OBJECTS:
+            allowed = ", ".join(obj for obj in OBJECTS if obj not in PROJECT_KEY_FORBIDDEN_OBJECTS)
+            raise ValidationError(
+                f"A project's key cannot hold the scope '{scope}'. Use '<object>:<read|write>' with object one of: "
+                f"{allowed}."
+            )
+    return cleaned
+
+
+def parse_scopes(text: str, *, project: bool = False) -> list[str]:
+    """Split a comma-separated scope list, as typed on a command line or in a form; `project=True` for a project's
+    key."""
+    parts = [part for part in text.split(",") if part.strip()]
+    return validate_project_scopes(parts) if project else validate_scopes(parts)
 
 
 def has_scope(granted: Iterable[str], required: str) -> bool:
