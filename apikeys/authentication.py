@@ -159,18 +159,9 @@ class PersonalAPIKeyAuthenticationScheme(OpenApiAuthenticationExtension):
         return {
             "type": "http",
             "scheme": "bearer",
-            "description": "A personal API key (`phx_...`), issued with `manage.py create_api_key` or in admin.",
-        }
-
-
-class ProjectSecretKeyAuthenticationScheme(OpenApiAuthenticationExtension):
-    target_class = ProjectSecretKeyAuthentication
-    name = "ProjectSecretKeyAuth"
-
-    def get_security_definition(self, auto_schema):
-        return {
-            "type": "http",
-            "scheme": "bearer",
-            "description": "A project's secret key (`phs_...`), issued by a project admin through "
-            "`/api/projects/{id}/secret_keys/`, `manage.py create_project_key` or admin; it reaches that project only.",
+            # One bearer scheme for both kinds of key (SPECTACULAR_SETTINGS' AUTHENTICATION_WHITELIST): a client sends
+            # either the same way.
+            "description": "A personal API key (`phx_...`), issued with `manage.py create_api_key` or in admin; or a "
+            "project's secret key (`phs_...`), issued by a project admin at `/api/projects/{id}/secret_keys/`, with "
+            "`manage.py create_project_key` or in admin, which reaches that project only.",
         }

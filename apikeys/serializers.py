@@ -4,14 +4,25 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apikeys.models import PersonalAPIKey, ProjectSecretKey
-from apikeys.scopes import ALL_SCOPES, validate_project_scopes
-from apikeys.services import clean_endpoint_names
+from apikeys.scopes import PROJECT_SCOPES, validate_project_scopes
+from apikeys.services import ENDPOINT_NAME, clean_endpoint_names
 from workspace.api.fields import StrictCharField
 from workspace.api.serializers import ModelSerializer
 from workspace.serializers import UserBasicSerializer
 
 # The most endpoint names one key may be limited to.
 MAX_ENDPOINTS = 100
+
+
+@extend_schema_field({"type": "string", "enum": list(PROJECT_SCOPES)})
+class ProjectScopeField(StrictCharField):
+    """One scope of a project's key. The schema lists those a project's key may hold; `validate_scopes` of the
+    serializer refuses any other with a 400 naming it."""
+
+
+@extend_schema_field({"type": "string", "pattern": f"^{ENDPOINT_NAME.pattern}$", "maxLength": 128})
+class EndpointNameField(StrictCharField):
+    """The name of one of the project's endpoints; checked by `clean_endpoint_names`."""
 
 
 class PersonalAPIKeySerializer(ModelSerializer):
@@ -62,13 +73,13 @@ class ProjectSecretKeySerializer(ModelSerializer):
 
     created_by = UserBasicSerializer(read_only=True, allow_null=True)
     scopes = serializers.ListField(
-        child=StrictCharField(max_length=64),
-        max_length=len(ALL_SCOPES),
+        child=ProjectScopeField(max_length=64),
+        max_length=len(PROJECT_SCOPES),
         help_text="`<object>:<read|write>`, at most a project's: not `*`, nor organization, organization_member or "
         "user scopes.",
     )
     endpoints = serializers.ListField(
-        child=StrictCharField(max_length=128),
+        child=EndpointNameField(max_length=128),
         max_length=MAX_ENDPOINTS,
         required=False,
         help_text="Names of the project's endpoints the key may reach; empty or absent: all of them.",

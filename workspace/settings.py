@@ -452,6 +452,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "DashboardRestrictionLevel": "dashboards.core.models.RestrictionLevel",
         "OrganizationMembershipLevel": "organizations.models.Membership.Level",
+        "ProjectKeyScope": "apikeys.scopes.PROJECT_SCOPES",
     },
 }
 
