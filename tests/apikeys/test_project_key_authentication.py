@@ -12,6 +12,7 @@ from apikeys.services import generate_key, project_key_revoke
 from organizations.models import Membership
 from tests.apikeys.conftest import bearer
 from tests.dashboards.factories import DashboardFactory
+from tests.organizations.factories import ProjectFactory
 from workspace.api import throttling
 from workspace.models import ActivityLog
 
@@ -175,3 +176,20 @@ class TestActingAsTheKey:
 
         assert statuses == [200, 200, 429]
         assert other.get(dashboards_url(project)).status_code == 200  # another key of the project counts on its own
+
+
+def test_with_project_write_it_manages_its_project_as_an_admin_and_goes_with_it(
+    project_key_client, project, organization
+):
+    ProjectFactory(organization=organization)  # an organization keeps a project
+    client = project_key_client("project:write")
+
+    renamed = client.patch(f"/api/projects/{project.id}/", {"name": "Renamed by its key"}, format="json")
+    deleted = client.delete(f"/api/projects/{project.id}/")
+
+    assert (renamed.status_code, renamed.json()["name"]) == (200, "Renamed by its key")
+    assert deleted.status_code == 204
+    assert not ProjectSecretKey.objects.exists()
+    entry = ActivityLog.objects.get(scope="Project", activity="deleted")
+    assert entry.user is None and entry.api_key_label == "Nightly job"
+    assert client.get(f"/api/projects/{project.id}/").status_code == 401
