@@ -147,7 +147,7 @@ def project_key_create(
     *, actor, project, label: str, scopes: list[str], endpoints: list[str] | None = None
 ) -> tuple[ProjectSecretKey, str]:
     """Issue a project's key and return it with its plaintext, which is not stored and cannot be shown again.
-    `actor` is recorded as its creator when it is a person (a key made by another key has none)."""
+    `actor` is recorded as its creator when it is a person (a key issued from the command line has none)."""
     prefix = project_key_prefix()
     plaintext = generate_key(prefix)
     key = ProjectSecretKey(
