@@ -1,13 +1,14 @@
 from time import monotonic
 
+from django.conf import settings
 from django.core.cache import cache
 from django.utils.translation import gettext_lazy as _
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 
-from apikeys.models import PersonalAPIKey
-from apikeys.services import api_key_touch, hash_key, is_well_formed
+from apikeys.models import PersonalAPIKey, ProjectKeyPrincipal
+from apikeys.services import api_key_touch, hash_key, is_well_formed, project_key_authenticate
 from workspace.api.throttling import FailedAuthenticationThrottle
 
 # A key that authenticated recently passes the failed-authentication throttle of its address: someone else
@@ -62,6 +63,8 @@ class PersonalAPIKeyAuthentication(BaseAuthentication):
                 key = header[1].decode()
             except UnicodeError:
                 pass
+        if not self.claims(key):
+            return None
         failures = FailedAuthenticationThrottle()
         marker = verified_key_marker(key) if key else None
         verified_here = marker is not None and _verified_here_recently(marker)
@@ -70,7 +73,7 @@ class PersonalAPIKeyAuthentication(BaseAuthentication):
         except exceptions.Throttled as throttled:
             # Over the address's rate a well-formed key is still looked up: whoever guesses from behind the same
             # NAT must not lock out the owner of a good key. Anything else, and a wrong key, stays a 429.
-            if key is None or not is_well_formed(key):
+            if key is None or not self.well_formed(key):
                 raise
             try:
                 user, api_key = self.authenticate_credentials(key)
@@ -95,6 +98,14 @@ class PersonalAPIKeyAuthentication(BaseAuthentication):
             _remember_verified(marker)
         return user, api_key
 
+    def claims(self, key: str | None) -> bool:
+        """Whether this class judges the key: a person's key class judges every bearer header that another class
+        (a project's keys) does not claim first, so that anything malformed is its 401."""
+        return True
+
+    def well_formed(self, key: str) -> bool:
+        return is_well_formed(key)
+
     def authenticate_credentials(self, key: str):
         if not is_well_formed(key):
             raise exceptions.AuthenticationFailed(self.failure_message)
@@ -111,6 +122,35 @@ class PersonalAPIKeyAuthentication(BaseAuthentication):
         return self.keyword
 
 
+class ProjectSecretKeyAuthentication(PersonalAPIKeyAuthentication):
+    """Authenticates `Authorization: Bearer phs_...`, a project's secret key; returns `(principal, key)`.
+
+    It claims only keys with the project keys' prefix (anything else is left to the classes after it) and shares
+    the rest with a person's keys: headers only, the same 401 for every kind of bad key, the failed-authentication
+    throttle, `last_used_at` at most hourly. A key rolled with an overlap is found by its current secret or, until
+    the overlap ends, its previous one.
+
+    `request.user` is a `ProjectKeyPrincipal` (authenticated, no row, no person) and `request.auth` the
+    `ProjectSecretKey`, whose `scoped_projects`, `scoped_organizations` and `membership_level` tenancy reads in place
+    of memberships, and whose `endpoints` limit it to some endpoints.
+    """
+
+    def claims(self, key: str | None) -> bool:
+        return key is not None and key.startswith(settings.PROJECT_KEY_PREFIX)
+
+    def well_formed(self, key: str) -> bool:
+        return is_well_formed(key, settings.PROJECT_KEY_PREFIX)
+
+    def authenticate_credentials(self, key: str):
+        if not self.well_formed(key):
+            raise exceptions.AuthenticationFailed(self.failure_message)
+        project_key = project_key_authenticate(key)
+        if project_key is None:
+            raise exceptions.AuthenticationFailed(self.failure_message)
+        api_key_touch(key=project_key)
+        return ProjectKeyPrincipal(project_key), project_key
+
+
 class PersonalAPIKeyAuthenticationScheme(OpenApiAuthenticationExtension):
     target_class = PersonalAPIKeyAuthentication
     name = "PersonalAPIKeyAuth"
@@ -119,5 +159,9 @@ class PersonalAPIKeyAuthenticationScheme(OpenApiAuthenticationExtension):
         return {
             "type": "http",
             "scheme": "bearer",
-            "description": "A personal API key (`phx_...`), issued with `manage.py create_api_key` or in admin.",
+            # One bearer scheme for both kinds of key (SPECTACULAR_SETTINGS' AUTHENTICATION_WHITELIST): a client sends
+            # either the same way.
+            "description": "A personal API key (`phx_...`), issued with `manage.py create_api_key` or in admin; or a "
+            "project's secret key (`phs_...`), issued by a project admin at `/api/projects/{id}/secret_keys/`, with "
+            "`manage.py create_project_key` or in admin, which reaches that project only.",
         }

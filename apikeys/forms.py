@@ -4,8 +4,9 @@ from django import forms
 from django.apps import apps
 from django.core.exceptions import ValidationError
 
-from apikeys.models import PersonalAPIKey
-from apikeys.scopes import ACTIONS, ALL, ALL_SCOPES, OBJECTS, validate_scopes
+from apikeys.models import PersonalAPIKey, ProjectSecretKey
+from apikeys.scopes import ACTIONS, ALL, ALL_SCOPES, OBJECTS, validate_project_scopes, validate_scopes
+from apikeys.services import clean_endpoint_names
 
 
 class ScopesWidget(forms.CheckboxSelectMultiple):
@@ -73,3 +74,35 @@ class PersonalAPIKeyIssueForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         organization_model = apps.get_model("organizations", "Organization")
         self.fields["organizations"].queryset = organization_model.objects.order_by("name")
+
+
+class ProjectScopesField(ScopesField):
+    """The scopes of a project's key: the same grid, cleaned by `validate_project_scopes` (no `*`, nothing beyond one
+    project)."""
+
+    def clean(self, value):
+        selected = forms.MultipleChoiceField.clean(self, value)
+        try:
+            return validate_project_scopes(selected)
+        except ValidationError as error:
+            raise forms.ValidationError(error.messages, code="invalid") from error
+
+
+class ProjectSecretKeyIssueForm(forms.ModelForm):
+    """Issues a project's key: the plaintext is generated on save and shown once in a message."""
+
+    scopes = ProjectScopesField(help_text="Write includes read. A project's key holds at most a project's scopes.")
+    endpoints = forms.CharField(
+        required=False, help_text="Comma-separated endpoint names the key is limited to; empty for all."
+    )
+
+    class Meta:
+        model = ProjectSecretKey
+        fields = ["project", "label"]
+
+    def clean_endpoints(self):
+        names = [name.strip() for name in self.cleaned_data["endpoints"].split(",") if name.strip()]
+        try:
+            return clean_endpoint_names(names)
+        except ValidationError as error:
+            raise forms.ValidationError(error.message_dict["endpoints"]) from error

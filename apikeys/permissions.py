@@ -1,9 +1,9 @@
-"""The scope check of personal API keys: each viewset declares the scope object it needs (STYLE.md #6)."""
+"""The scope check of API keys: each viewset declares the scope object it needs (STYLE.md #6)."""
 
 from django.core.exceptions import ImproperlyConfigured
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 
-from apikeys.models import PersonalAPIKey
+from apikeys.models import PersonalAPIKey, ProjectSecretKey
 from apikeys.scopes import READ, WRITE, has_scope
 
 READ_ACTIONS = {"list", "retrieve"}
@@ -40,7 +40,7 @@ def required_scopes_for(view, method: str) -> list[str]:
 
 
 class APIScopePermission(BasePermission):
-    """Refuses a personal API key that lacks a scope the action needs (403 naming the scope).
+    """Refuses an API key (a person's or a project's) that lacks a scope the action needs (403 naming the scope).
 
     Only keys are constrained: a session (an operator logged into admin browsing the API) is limited by
     membership levels alone.
@@ -53,10 +53,20 @@ class APIScopePermission(BasePermission):
 
     def has_permission(self, request, view) -> bool:
         key = request.auth
-        if not isinstance(key, PersonalAPIKey):
+        if not isinstance(key, PersonalAPIKey | ProjectSecretKey):
             return True
         for scope in required_scopes_for(view, request.method):
             if not has_scope(key.scopes, scope):
                 self.message = f"API key missing required scope '{scope}'"
                 return False
         return True
+
+
+class NotAProjectKey(BasePermission):
+    """A project's key never manages keys, whatever its scopes: it cannot issue, roll or revoke one, nor list them, so
+    a leaked key cannot make itself a successor."""
+
+    message = "A project's secret key cannot manage keys."
+
+    def has_permission(self, request, view) -> bool:
+        return not isinstance(request.auth, ProjectSecretKey)

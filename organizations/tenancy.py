@@ -4,11 +4,16 @@ A user sees an organization only through a membership, and a key limited to some
 those (DECISIONS.md §2). `visible_membership_filter` is the one place that says so, for every kind of caller (a
 key or a session); every route resolves its organization or project through it, and anything else is a 404, so
 existence is never leaked. Tenancy reads the key's limits from `request.auth` and knows no key class.
+
+A key that acts for no person (a project's secret key, DECISIONS.md §21) carries its own `membership_level`: it has
+no memberships (its `request.user` has no row), sees no organization as such, and sees only its `scoped_projects`, at
+that level. Every selector below says so in one place each, so a route reached with such a key finds only its
+project.
 """
 
 import uuid
 
-from django.db.models import F, Q, QuerySet
+from django.db.models import F, IntegerField, Q, QuerySet, Value
 from django.utils.functional import cached_property
 from rest_framework import exceptions
 from rest_framework.settings import api_settings
@@ -29,10 +34,24 @@ def key_scoped_organizations(request) -> list[str] | None:
     return None
 
 
+def key_membership_level(request) -> int | None:
+    """The level the calling key acts with when it acts for no person (a project's key), or None: a person's key or
+    a session acts with the person's memberships."""
+    return getattr(request.auth, "membership_level", None)
+
+
+def key_scoped_projects(request) -> list[int]:
+    """The project ids a key that acts for no person reaches (none when it names none)."""
+    return [int(project_id) for project_id in getattr(request.auth, "scoped_projects", None) or []]
+
+
 def visible_membership_filter(request, path: str = "") -> Q:
     """The caller's memberships that this request may use, as a condition on the memberships at `path`: all of the
-    user's, or those the key is limited to. A condition rather than a subquery, so that a query through a membership
-    joins it once (and its annotations use that join) instead of matching it against a second query."""
+    user's, or those the key is limited to; none for a key that acts for no person. A condition rather than a
+    subquery, so that a query through a membership joins it once (and its annotations use that join) instead of
+    matching it against a second query."""
+    if key_membership_level(request) is not None:
+        return Q(**{f"{path}pk__in": []})
     condition = Q(**{f"{path}user": request.user})
     scoped = key_scoped_organizations(request)
     if scoped is not None:
@@ -53,7 +72,15 @@ def visible_organizations(request) -> QuerySet[Organization]:
 
 
 def visible_projects(request) -> QuerySet[Project]:
-    """Projects the caller may see, annotated with the caller's `membership_level` in their organization."""
+    """Projects the caller may see, annotated with the caller's `membership_level` in their organization; for a key
+    that acts for no person, its own projects at its own level."""
+    level = key_membership_level(request)
+    if level is not None:
+        projects = Project.objects.filter(pk__in=key_scoped_projects(request))
+        scoped = key_scoped_organizations(request)
+        if scoped is not None:
+            projects = projects.filter(organization_id__in=scoped)
+        return projects.annotate(membership_level=Value(level, output_field=IntegerField()))
     return Project.objects.filter(visible_membership_filter(request, "organization__memberships__")).annotate(
         membership_level=F("organization__memberships__level")
     )

@@ -333,6 +333,7 @@ class ActivityLogAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         "created_at",
         short("user__email", "user", limit=30),
         "api_key_mask",
+        short("api_key_label", "key label", limit=30),
         "scope",
         short("item_id", "item", limit=16),
         "activity",
@@ -340,12 +341,13 @@ class ActivityLogAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     )
     list_select_related = ("user",)
     list_filter = ("scope", "activity", "created_at")
-    search_fields = ("item_id", "user__email", "api_key_mask", "organization_id")
+    search_fields = ("item_id", "user__email", "api_key_mask", "api_key_label", "organization_id")
     date_hierarchy = "created_at"
     fields = (
         "created_at",
         "user",
         "api_key_mask",
+        "api_key_label",
         "organization_id",
         "project_id",
         "scope",

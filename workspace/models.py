@@ -84,6 +84,12 @@ class User(AbstractBaseUser, PermissionsMixin):
         return self.first_name
 
 
+def acting_person(actor) -> "User | None":
+    """The person behind whoever acts: the user itself, or None for an actor that is no person (a project's key,
+    whose `request.user` has no row) or for the system. What services store as `created_by` and the like."""
+    return actor if isinstance(actor, User) and actor.pk is not None else None
+
+
 class ActivityLog(models.Model):
     """One change made through the API or admin: who made it, with which key, to what, and the changed fields
     before and after.
@@ -97,6 +103,9 @@ class ActivityLog(models.Model):
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     api_key_mask = models.CharField(max_length=64, blank=True)
+    api_key_label = models.CharField(
+        max_length=100, blank=True, help_text="The key's label: who acted when a project's key, no person, did."
+    )
     organization_id = models.UUIDField(null=True, blank=True, db_index=True)
     project_id = models.BigIntegerField(null=True, blank=True, db_index=True)
     scope = models.CharField(max_length=64, help_text="Kind of record, e.g. Dashboard or Plugin.")

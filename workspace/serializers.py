@@ -32,6 +32,7 @@ class ActivityLogSerializer(ModelSerializer):
             "created_at",
             "user",
             "api_key_mask",
+            "api_key_label",
             "organization_id",
             "project_id",
             "scope",

@@ -9,7 +9,7 @@ from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 
-from workspace.models import ActivityLog
+from workspace.models import ActivityLog, acting_person
 
 # Fields whose change alone is not a change worth recording (they move on every save).
 VOLATILE_FIELDS = frozenset({"updated_at", "last_updated_at", "last_modified_at"})
@@ -71,10 +71,12 @@ def activity_log_record(
     before: dict | None = None,
     after: dict | None = None,
 ) -> ActivityLog:
-    """Record one write. `api_key` is the key that made it, or None for a session."""
+    """Record one write. `api_key` is the key that made it, or None for a session; a project's key acts for no
+    person (no `user`), and is named by its mask and label."""
     return ActivityLog.objects.create(
-        user=user if user is not None and user.is_authenticated else None,
+        user=acting_person(user),
         api_key_mask=getattr(api_key, "mask_value", "") or "",
+        api_key_label=getattr(api_key, "label", "") or "",
         organization_id=organization_id,
         project_id=project_id,
         scope=scope,

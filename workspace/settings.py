@@ -381,11 +381,15 @@ EVENTS_DATABASE_RETENTION_DAYS = max(0, env_int("EVENTS_DATABASE_RETENTION_DAYS"
 # Personal API keys.
 API_KEY_PREFIX = "phx_"
 API_KEY_LAST_USED_INTERVAL_SECONDS = 3600
+# Projects' secret keys (DECISIONS.md §21): their prefix, and how long a roll may keep the previous secret valid.
+PROJECT_KEY_PREFIX = "phs_"
+PROJECT_KEY_MAX_OVERLAP_SECONDS = 86400
 # Where `manage.py seed_demo` keeps the demo key, so that each `make run` reuses it while it is valid.
 DEMO_KEY_FILE = Path(os.environ.get("DEMO_KEY_FILE", DATA_DIR / "demo-key"))
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
+        "apikeys.authentication.ProjectSecretKeyAuthentication",
         "apikeys.authentication.PersonalAPIKeyAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
@@ -451,6 +455,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "DashboardRestrictionLevel": "dashboards.core.models.RestrictionLevel",
         "OrganizationMembershipLevel": "organizations.models.Membership.Level",
+        "ProjectKeyScope": "apikeys.scopes.PROJECT_SCOPES",
     },
 }
 

@@ -16,6 +16,7 @@ organization_routes = [
 project_routes = [
     path("", include("dashboards.urls")),
     path("", include("pipelines.project_urls")),
+    path("", include("apikeys.project_urls")),
 ]
 
 urlpatterns = [

@@ -11,6 +11,7 @@ from rest_framework.exceptions import ErrorDetail, ValidationError
 
 from dashboards.core.models import Dashboard, DashboardTag, DashboardTile, Insight
 from workspace.api.filters import FilterSet, StrictBooleanFilter
+from workspace.models import acting_person
 
 MAX_TAGS_FILTER = 20
 MAX_DASHBOARDS_FILTER = 20
@@ -80,9 +81,11 @@ class CreatorFilterMixin:
     @extend_schema_field({"type": "string", "pattern": CREATOR_PATTERN, "description": CREATOR_LABEL})
     def filter_created_by(self, queryset, name, value):
         if value == CALLER:
-            if self.request is None or not self.request.user.is_authenticated:
+            # Nobody without a row (no request, a project's key) created anything.
+            person = acting_person(self.request.user) if self.request is not None else None
+            if person is None:
                 return queryset.none()
-            return queryset.filter(created_by=self.request.user)
+            return queryset.filter(created_by=person)
         if isinstance(value, uuid.UUID):
             return queryset.filter(created_by__uuid=value)
         return queryset.filter(created_by_id=value)

@@ -8,6 +8,8 @@ from django.db import models
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
+from workspace.models import acting_person
+
 # Tags a dashboard or an insight may carry; the API refuses longer lists (400 `max_length`).
 MAX_TAGS_PER_DASHBOARD = 100
 # The longest body of a text tile, as in the reference API.
@@ -33,7 +35,9 @@ class DashboardQuerySet(models.QuerySet):
         its collaborators (which decides what they may do with it)."""
         return self.annotate(
             is_shared=Exists(SharingConfiguration.objects.live().filter(dashboard=OuterRef("pk"))),
-            caller_is_collaborator=Exists(DashboardCollaborator.objects.filter(dashboard=OuterRef("pk"), user=user)),
+            caller_is_collaborator=Exists(
+                DashboardCollaborator.objects.filter(dashboard=OuterRef("pk"), user=acting_person(user))
+            ),
         )
 
 

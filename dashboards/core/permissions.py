@@ -21,7 +21,9 @@ EDIT_DENIED = "You don't have edit permissions for this dashboard."
 
 
 def is_creator_or_admin(dashboard: Dashboard, user, membership_level: int | None) -> bool:
-    return dashboard.created_by_id == user.pk or (membership_level or 0) >= Membership.Level.ADMIN
+    # A caller that is no person (a project's key) created nothing: a dashboard without a creator is not theirs.
+    creator = user.pk is not None and dashboard.created_by_id == user.pk
+    return creator or (membership_level or 0) >= Membership.Level.ADMIN
 
 
 def can_edit(dashboard: Dashboard, user, membership_level: int | None, *, collaborating=None) -> bool:

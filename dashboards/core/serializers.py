@@ -37,7 +37,7 @@ from organizations.models import Membership
 from pipelines.query.runner import validate_query
 from workspace.api.fields import StrictBooleanField, StrictCharField, StrictUUIDField
 from workspace.api.serializers import ModelSerializer, prefetched_attribute
-from workspace.models import ActivityLog
+from workspace.models import ActivityLog, acting_person
 from workspace.serializers import UserBasicSerializer
 
 # Items of one `tiles` list in a dashboard write; a longer list is a 400 `max_length`.
@@ -176,7 +176,7 @@ class InsightSerializer(ModelSerializer):
         if "collaborating" not in self.context:
             self.context["collaborating"] = set(
                 DashboardCollaborator.objects.filter(
-                    user=view.request.user, dashboard__project=view.project
+                    user=acting_person(view.request.user), dashboard__project=view.project
                 ).values_list("dashboard_id", flat=True)
             )
         return dashboard.pk in self.context["collaborating"]

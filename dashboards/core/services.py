@@ -23,6 +23,7 @@ from dashboards.core.models import (
 from dashboards.core.template_library import stored_query
 from dashboards.core.tiles import dashboard_change_tiles, dashboard_restore_tiles, next_tile_order, text_create
 from organizations.models import Project
+from workspace.models import acting_person
 from workspace.services import full_clean_changed
 
 # Attempts at a fresh short id when a new insight's collides with another of its project (about 1 in 10^14 each).
@@ -79,7 +80,8 @@ def _save_new_insight(insight: Insight) -> Insight:
 
 
 def _new_insight(*, actor, project: Project, **fields) -> Insight:
-    return _save_new_insight(Insight(project=project, created_by=actor, last_modified_by=actor, **fields))
+    person = acting_person(actor)
+    return _save_new_insight(Insight(project=project, created_by=person, last_modified_by=person, **fields))
 
 
 # Its own transaction when called alone; inside a request's (or an admin action's), that one, without a savepoint of
@@ -116,7 +118,7 @@ def insight_update(
     tags_changed = tags is not None and insight_set_tags(insight=insight, tags=tags)
     if fields or tags_changed:
         insight.last_modified_at = timezone.now()
-        insight.last_modified_by = actor
+        insight.last_modified_by = acting_person(actor)
         insight.full_clean(exclude=[name for name in HELD_RELATIONS if name not in fields], validate_constraints=False)
         insight.save(update_fields=[*fields, "last_modified_at", "last_modified_by"])
     if dashboards is not None:
@@ -263,7 +265,8 @@ def dashboard_create(
         tags = list(tags) or source.tag_names
     # A blank name or description asks for the template's or the source's, as an absent one does.
     given = {name: value for name, value in fields.items() if value or name not in ("name", "description")}
-    dashboard = Dashboard(**{**inherited, **given, "project": project, "created_by": actor, "creation_mode": mode})
+    creator = acting_person(actor)
+    dashboard = Dashboard(**{**inherited, **given, "project": project, "created_by": creator, "creation_mode": mode})
     dashboard.full_clean()
     dashboard.save()
     new_tiles: list[DashboardTile] = []
@@ -314,7 +317,7 @@ def _remove_tiles_and_lone_insights(*, actor, dashboard: Dashboard) -> None:
         insight_id__in=insight_ids, deleted=False, dashboard__deleted=False
     ).values("insight_id")
     Insight.objects.filter(pk__in=insight_ids, deleted=False).exclude(pk__in=shown_elsewhere).update(
-        deleted=True, last_modified_at=timezone.now(), last_modified_by=actor
+        deleted=True, last_modified_at=timezone.now(), last_modified_by=acting_person(actor)
     )
 
 

@@ -10,6 +10,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from dashboards.core.models import Dashboard, DashboardTile, Insight, Text
+from workspace.models import acting_person
 
 
 def next_tile_order(dashboard: Dashboard) -> int:
@@ -18,7 +19,8 @@ def next_tile_order(dashboard: Dashboard) -> int:
 
 
 def text_create(*, actor, project_id: int, body: str) -> Text:
-    text = Text(project_id=project_id, body=body, created_by=actor, last_modified_by=actor)
+    person = acting_person(actor)
+    text = Text(project_id=project_id, body=body, created_by=person, last_modified_by=person)
     text.full_clean()
     text.save()
     return text
@@ -70,7 +72,7 @@ def text_update(*, actor, text: Text, **fields) -> Text:
     """Change a text (its body, from admin); records who changed it last, and when."""
     for field, value in fields.items():
         setattr(text, field, value)
-    text.last_modified_at, text.last_modified_by = timezone.now(), actor
+    text.last_modified_at, text.last_modified_by = timezone.now(), acting_person(actor)
     text.full_clean()
     text.save(update_fields=[*fields, "last_modified_at", "last_modified_by"])
     return text

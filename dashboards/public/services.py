@@ -10,6 +10,7 @@ from django.utils import timezone
 from dashboards.core.models import Dashboard, SharingConfiguration, SharingPassword, new_access_token
 from dashboards.public.models import EmbedSecret, normalized_origins
 from organizations.models import Project
+from workspace.models import acting_person
 from workspace.secrets import decrypt, encrypt
 from workspace.services import full_clean_changed
 
@@ -25,7 +26,7 @@ def sharing_configuration_update(*, actor, configuration: SharingConfiguration, 
     """Turn public sharing on or off, set when it ends or whether it asks for a password; the token stays the
     same."""
     if fields.get("enabled") and not configuration.enabled:
-        fields = {**fields, "enabled_at": timezone.now(), "enabled_by": actor}
+        fields = {**fields, "enabled_at": timezone.now(), "enabled_by": acting_person(actor)}
     for name, value in fields.items():
         setattr(configuration, name, value)
     full_clean_changed(configuration, fields)
@@ -39,7 +40,10 @@ def sharing_password_create(
     """A new password for the shared page, kept as a hash; returns it with the password itself, shown only now."""
     raw_password = raw_password or secrets.token_urlsafe(12)
     password = SharingPassword(
-        configuration=configuration, note=note, password_hash=make_password(raw_password), created_by=actor
+        configuration=configuration,
+        note=note,
+        password_hash=make_password(raw_password),
+        created_by=acting_person(actor),
     )
     password.full_clean()
     password.save()
@@ -90,7 +94,7 @@ def embed_secret_create(
         name=name,
         allowed_origins=_origins(allowed_origins or []),
         secret_encrypted=encrypt(raw_secret.encode()).decode(),
-        created_by=actor,
+        created_by=acting_person(actor),
     )
     secret.full_clean()
     secret.save()

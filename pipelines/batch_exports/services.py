@@ -141,7 +141,10 @@ def batch_export_delete(*, actor, batch_export: BatchExport) -> None:
 
 
 def _who(actor) -> str:
-    return getattr(actor, "email", None) or "the system"
+    """A person by their email; a caller that is no person (a project's key) by what it says it is."""
+    if not getattr(actor, "is_authenticated", False):
+        return "the system"
+    return getattr(actor, "email", None) or str(actor)
 
 
 def _range(start: dt.datetime, end: dt.datetime) -> str:

@@ -57,10 +57,10 @@ def test_project_delete(client, organization, django_assert_num_queries):
     # 1. the transaction opens, 2. the key, 3. the project's organization, 4. the organization's row lock (deletes are
     # serialized), 5. the project (+the caller's level), 6. the organization's row lock again (project_delete's),
     # 7. another project of the organization, 8-12. Django's collector: the dashboards, insights, texts, batch exports
-    # and persons, 13-22. the events, event uuids, embed secrets, distinct ids, plugin configs, the event
-    # definitions, property definitions and their pairs, the users' current project cleared, the project, 23. the
-    # activity entry, 24. the transaction ends
-    with django_assert_num_queries(24):
+    # and persons, 13-23. the events, event uuids, embed secrets, the project's secret keys, distinct ids, plugin
+    # configs, the event definitions, property definitions and their pairs, the users' current project cleared, the
+    # project, 24. the activity entry, 25. the transaction ends
+    with django_assert_num_queries(25):
         response = client.delete(f"/api/projects/{second.pk}/")
 
     assert response.status_code == 204, response.content
