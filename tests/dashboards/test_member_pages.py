@@ -8,7 +8,6 @@ from django.conf import settings
 from django.test import Client
 
 from dashboards.core.models import SharingConfiguration
-
 from tests.dashboards.factories import DashboardFactory, DashboardTileFactory, InsightFactory
 
 
