@@ -24,6 +24,7 @@ OBJECTS = (
     "user",
     "query",
     "person",
+    "endpoint",
 )
 
 ALL_SCOPES = tuple(f"{obj}:{action}" for obj in OBJECTS for action in ACTIONS)

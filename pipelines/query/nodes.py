@@ -197,10 +197,17 @@ class RetentionQuery(Node):
     filterTestAccounts: bool | None = None
 
 
+# A placeholder's value (pipelines.query.hogql, `{name}` and `{name.key}`): a scalar, or an object of them by name.
+PlaceholderValue = Annotated[str, Field(max_length=VALUE_LENGTH)] | bool | int | float | None
+
+
 class HogQLQuery(Node):
     kind: Literal["HogQLQuery"]
     query: str = Field(min_length=1, max_length=10_000)
     name: Name | None = None
+    # The values of the text's placeholders, as the reference's `values`: `{country}` reads `values["country"]`,
+    # `{variables.country}` reads `values["variables"]["country"]`. Each binds as a typed literal of the tree.
+    values: dict[Name, PlaceholderValue | dict[Name, PlaceholderValue]] | None = None
 
 
 class InsightVizNode(Node):
