@@ -8,12 +8,23 @@ from pipelines.endpoints.services import usage_summary
 from workspace.admin import ReadOnlyAdminMixin
 
 
-class EndpointVersionInline(ReadOnlyAdminMixin, admin.TabularInline):
+class EndpointVersionInline(admin.TabularInline):
+    """An endpoint's versions, as published: never changed afterwards."""
+
     model = EndpointVersion
     fields = ("version", "created_at", "created_by", "query_text", "parameters_text")
     readonly_fields = fields
     extra = 0
     ordering = ("-version",)
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
 
     @admin.display(description="query")
     def query_text(self, version: EndpointVersion) -> str:

@@ -6,6 +6,7 @@ from rest_framework import serializers
 from pipelines.endpoints.models import Endpoint, EndpointVersion
 from pipelines.endpoints.parameters import SchemaInvalid, bind, check_schema, placeholders, samples
 from pipelines.query.errors import QueryError
+from pipelines.query.hogql import MAX_LIMIT as MAX_ROWS
 from pipelines.query.runner import validate_query
 from pipelines.query.serializers import QueryNodeField
 from workspace.api.serializers import ModelSerializer
@@ -129,9 +130,11 @@ class EndpointRunOptionsSerializer(serializers.Serializer):
         choices=["json", "csv", "ndjson"], required=False, help_text="The output's format (else by `Accept`)."
     )
     limit = serializers.IntegerField(
-        required=False, min_value=1, max_value=10_000, help_text="A HogQL result's rows in one page (default: all)."
+        required=False, min_value=1, max_value=MAX_ROWS, help_text="A HogQL result's rows in one page (default: all)."
     )
-    offset = serializers.IntegerField(required=False, min_value=0, help_text="The first row of the page (HogQL).")
+    offset = serializers.IntegerField(
+        required=False, min_value=0, max_value=MAX_ROWS, help_text="The first row of the page (HogQL)."
+    )
 
 
 class UsageWindowSerializer(serializers.Serializer):
