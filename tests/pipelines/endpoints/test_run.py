@@ -290,3 +290,28 @@ def test_a_key_limited_to_other_endpoints_gets_404(publish, reader, project, mon
     assert reader.get(endpoints_url(project.pk)).json()["results"] == []
     monkeypatch.setattr(PersonalAPIKey, "endpoints", ["another", "by-country"], raising=False)
     assert reader.get(run_url(project, query="country=DE")).status_code == 200
+
+
+def test_query_binds_hogql_placeholders_from_values(key_client, project, events):
+    """The query layer's side of binding: `/query/` takes a HogQL query's `values`, as the reference does."""
+    client = key_client("query:read")
+    url = f"/api/projects/{project.pk}/query/"
+    text = "SELECT count() FROM events WHERE properties.country = {country} AND properties.n >= {variables.n}"
+
+    bound = client.post(
+        url,
+        {"query": {"kind": "HogQLQuery", "query": text, "values": {"country": "DE", "variables": {"n": 10}}}},
+        format="json",
+    )
+    unbound = client.post(
+        url, {"query": {"kind": "HogQLQuery", "query": text, "values": {"country": "DE"}}}, format="json"
+    )
+    not_a_placeholder = client.post(
+        url, {"query": {"kind": "HogQLQuery", "query": "SELECT {1} FROM events"}}, format="json"
+    )
+
+    assert bound.status_code == 200 and bound.json()["results"] == [[1]]
+    assert "{country}" in bound.json()["hogql"] and "{variables.n}" in bound.json()["hogql"]
+    assert (unbound.status_code, unbound.json()["attr"]) == (400, "query")
+    assert "{variables.n}" in unbound.json()["detail"]
+    assert (not_a_placeholder.status_code, not_a_placeholder.json()["attr"]) == (400, "query")
