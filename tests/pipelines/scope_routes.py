@@ -110,7 +110,7 @@ ROUTES += [
     Route("DELETE", ENDPOINT, "endpoint:write", 204),
     Route("GET", ENDPOINT + "versions/", "endpoint:read", 200),
     Route("GET", ENDPOINT + "usage/", "endpoint:read", 200),
-    Route("GET", ENDPOINT + "openapi.json", "endpoint:read", 200),
+    Route("GET", ENDPOINT + "openapi.json/", "endpoint:read", 200),
     Route("GET", ENDPOINT + "run/", "endpoint:read", 200),
     Route("POST", ENDPOINT + "run/", "endpoint:read", 200, {"parameters": {}}),
 ]
