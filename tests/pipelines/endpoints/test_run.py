@@ -3,15 +3,17 @@ as typed values (no value becomes query text), refusals naming the parameter by 
 byte for byte as before, CSV and NDJSON, pages of a HogQL result, and freshness as HTTP as on /query/."""
 
 import csv
+import datetime as dt
 import io
 import json
+from types import SimpleNamespace
 
 import pytest
 from django.core.cache import cache
 
 from apikeys.models import PersonalAPIKey
 from pipelines.query import runner
-from tests.pipelines.endpoints.conftest import COUNTRY_QUERY, add_event, endpoints_url
+from tests.pipelines.endpoints.conftest import COUNTRY_QUERY, NOW, add_event, endpoints_url
 
 STRING_QUERY = {"kind": "HogQLQuery", "query": "SELECT count() FROM events WHERE properties.country = {variables.c}"}
 STRING_PARAMETERS = {"type": "object", "properties": {"c": {"type": "string"}}, "required": ["c"]}
@@ -315,3 +317,32 @@ def test_query_binds_hogql_placeholders_from_values(key_client, project, events)
     assert (unbound.status_code, unbound.json()["attr"]) == (400, "query")
     assert "{variables.n}" in unbound.json()["detail"]
     assert (not_a_placeholder.status_code, not_a_placeholder.json()["attr"]) == (400, "query")
+
+
+def test_a_relative_date_resolves_when_the_endpoint_runs(publish, reader, project, monkeypatch):
+    """A default of `-1d` is kept as written and read against the clock of each run, not of the publication."""
+    clock = SimpleNamespace(now=NOW)
+    monkeypatch.setattr(runner, "timezone", SimpleNamespace(now=lambda: clock.now))
+    add_event(project, NOW - dt.timedelta(hours=2))
+    query = {
+        "kind": "TrendsQuery",
+        "series": [{"kind": "EventsNode", "event": "$pageview"}],
+        "trendsFilter": {"display": "BoldNumber"},
+        "dateRange": {"date_from": "{variables.since}"},
+    }
+    parameters = {"type": "object", "properties": {"since": {"type": "string", "default": "-1d"}}}
+    publish(name="recent", query=query, parameters=parameters, cache_seconds=0)
+
+    today = reader.get(run_url(project, "recent")).json()
+    clock.now = NOW + dt.timedelta(days=3)
+    later = reader.get(run_url(project, "recent")).json()
+
+    assert today["parameters"] == later["parameters"] == {"since": "-1d"}
+    assert today["results"][0]["count"] == 1 and later["results"][0]["count"] == 0
+
+
+def test_head_answers_as_get_without_a_body(publish, reader, project, events):
+    publish()
+    get = reader.get(run_url(project, query="country=DE"))
+    head = reader.head(run_url(project, query="country=DE"))
+    assert head.status_code == 200 and head.content == b"" and head["ETag"] == get["ETag"]
