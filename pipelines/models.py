@@ -9,6 +9,7 @@ from pipelines.batch_exports.models import (  # noqa: F401
     BatchExportRunLog,
 )
 from pipelines.clickhouse.models import DistinctIdChange, SyncStream  # noqa: F401
+from pipelines.endpoints.models import Endpoint, EndpointUsage, EndpointVersion  # noqa: F401
 from pipelines.events.models import (  # noqa: F401
     Event,
     EventDefinition,

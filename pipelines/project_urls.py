@@ -1,5 +1,7 @@
 """Routes under /api/projects/{project_id}/ owned by the pipelines app."""
 
+from django.urls import include, path
+
 from pipelines.batch_exports.views import BatchExportBackfillViewSet, BatchExportRunViewSet, ProjectBatchExportViewSet
 from pipelines.events.views import PersonViewSet
 from pipelines.query.definitions import EventDefinitionViewSet, PropertyDefinitionViewSet
@@ -25,4 +27,4 @@ router.register("property_definitions", PropertyDefinitionViewSet, basename="pro
 # /api/projects/{project_id}/persons/[{id or uuid}/]
 router.register("persons", PersonViewSet, basename="project-persons")
 router.register("query", QueryViewSet, basename="project-query")
-urlpatterns = router.urls
+urlpatterns = [*router.urls, path("", include("pipelines.endpoints.urls"))]

@@ -89,8 +89,9 @@ def returns_id(raw_schema: dict, response: dict) -> bool:
 
 def links_from(create_path: str, paths: dict) -> dict:
     """Links from the create at `create_path` (`.../dashboards/`) to every operation whose path names what it
-    created: `{id}` right after the same collection (`/dashboards/{id}/`) or `{dashboard_id}` anywhere, with the
-    create's own path parameters for the others; an operation needing any other parameter is left out."""
+    created: `{id}` right after the same collection (`/dashboards/{id}/`) or `{dashboard_id}` anywhere, or `{name}`
+    right after the collection for what is found by its name (`/endpoints/{name}/`), with the create's own path
+    parameters for the others; an operation needing any other parameter is left out."""
     collection = create_path.rstrip("/").rsplit("/", 1)[-1]
     own = set(re.findall(r"\{(\w+)\}", create_path))
     links = {}
@@ -99,12 +100,14 @@ def links_from(create_path: str, paths: dict) -> dict:
         named = {
             segment[1:-1]
             for previous, segment in zip(segments, segments[1:], strict=False)
-            if segment == f"{{{collection.removesuffix('s')}_id}}" or (segment == "{id}" and previous == collection)
+            if segment == f"{{{collection.removesuffix('s')}_id}}"
+            or (segment in ("{id}", "{name}") and previous == collection)
         }
         others = set(re.findall(r"\{(\w+)\}", path)) - named
         if not named or not others <= own:
             continue
-        parameters = {name: "$response.body#/id" for name in named} | {name: f"$request.path.{name}" for name in others}
+        parameters = {name: f"$response.body#/{'name' if name == 'name' else 'id'}" for name in named}
+        parameters |= {name: f"$request.path.{name}" for name in others}
         for method, operation in item.items():
             if method in (*METHODS, "head", "options"):
                 links[operation["operationId"]] = {"operationId": operation["operationId"], "parameters": parameters}

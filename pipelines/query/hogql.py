@@ -13,7 +13,10 @@ anything else is a 400 (`attr: "query"`) naming what is not allowed:
   that `uniq(person_id)` counts people as every other kind does (DECISIONS.md §18);
 - functions `count`, `uniq`, `sum`, `avg`, `min`, `max`, `toStartOfHour/Day/Week/Month`, `now`, `toDate`;
   `now() ± INTERVAL n unit`;
-- literals, comparisons, `AND`/`OR`/`NOT`, `IN (values)`, `BETWEEN`, `LIKE`/`ILIKE`, `IS [NOT] NULL`, arithmetic.
+- literals, comparisons, `AND`/`OR`/`NOT`, `IN (values)`, `BETWEEN`, `LIKE`/`ILIKE`, `IS [NOT] NULL`, arithmetic;
+- placeholders `{name}` and `{name.key}` (an endpoint's parameters are `{variables.<name>}`), each read from the
+  query's `values` and bound as a literal of its type (a string, a whole or real number, a boolean, NULL): a value is
+  never read as text of the query, so none can add to it (`' OR 1=1 --` is a string like any other).
 
 Since the tree holds only those, and its one table is the events table with the project's filter ANDed to the WHERE,
 a text cannot reach another table, another project's rows or a database function. As in the reference, times are
@@ -81,7 +84,9 @@ class Typed:
 def run(parsed: ParsedQuery, *, project, now: dt.datetime, dialect: Dialect) -> dict:
     query: HogQLQuery = parsed.node
     try:
-        translator = Translator(project_id=project.pk, tz=project.time_zone, now=now, dialect=dialect)
+        translator = Translator(
+            project_id=project.pk, tz=project.time_zone, now=now, dialect=dialect, values=query.values
+        )
         translation = translator.translate(query.query)
     except RecursionError:
         raise _too_deep() from None
@@ -131,8 +136,9 @@ class Translator:
     The other methods (`_`-prefixed) are this grammar's own.
     """
 
-    def __init__(self, *, project_id: int, tz: str, now: dt.datetime, dialect: Dialect):
+    def __init__(self, *, project_id: int, tz: str, now: dt.datetime, dialect: Dialect, values: dict | None = None):
         self.project_id = project_id
+        self.values = values or {}
         self.tz = tz
         self.now = now
         self.dialect = dialect
@@ -267,6 +273,7 @@ class Translator:
         ((exp.In,), "visit_in"),
         ((exp.Between,), "visit_between"),
         (ARITHMETIC, "visit_arithmetic"),
+        ((exp.Struct,), "visit_placeholder"),  # `{name}`, which sqlglot reads as a struct of one column
         ((exp.Func,), "visit_function"),
         ((exp.Subquery, exp.Select, exp.Union), "visit_subquery"),
     )
@@ -288,6 +295,21 @@ class Translator:
         if not math.isfinite(float(node.this)):
             raise QueryError(f"{_abridged(node.this)} is beyond the range of numbers.")
         return Typed(node.copy(), "Float64")
+
+    def visit_placeholder(self, node: exp.Struct, *, aliases: bool) -> Typed:
+        """`{name}` or `{name.key}`: its value (from `values`) as a typed literal; QueryError naming it when the text
+        is no placeholder or the query gives it no value."""
+        inner = node.expressions[0] if len(node.expressions) == 1 else None
+        if not isinstance(inner, exp.Column) or not all(isinstance(part, exp.Identifier) for part in inner.parts):
+            raise QueryError(f"{node.sql()[:80]} is not allowed: a placeholder is {{name}} or {{name.key}}.")
+        keys = [part.name for part in inner.parts]
+        name = ".".join(keys)
+        value: object = self.values
+        for key in keys:
+            if not isinstance(value, dict) or key not in value:
+                raise QueryError(f"The placeholder {{{name}}} has no value: give it in the query's `values`.")
+            value = value[key]
+        return placeholder_literal(value, name)
 
     def visit_null(self, node: exp.Null, *, aliases: bool) -> Typed:
         return Typed(exp.Null(), "Null")
@@ -502,6 +524,24 @@ class Translator:
         return Typed((exp.Min if name == "min" else exp.Max)(this=argument.node), kind)
 
 
+def placeholder_literal(value: object, name: str) -> Typed:
+    """A placeholder's value as a literal of the tree, typed as a literal written in the text would be."""
+    if value is None:
+        return Typed(exp.Null(), "Null")
+    if isinstance(value, bool):
+        return Typed(exp.Boolean(this=value), "Bool")
+    if isinstance(value, int):
+        whole_number(str(value))
+        return Typed(exp.Literal.number(value), "Int64")
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise QueryError(f"The value of {{{name}}} is beyond the range of numbers.")
+        return Typed(exp.Literal.number(repr(value)), "Float64")
+    if isinstance(value, str):
+        return Typed(exp.Literal.string(value), "String")
+    raise QueryError(f"The placeholder {{{name}}} takes a string, a number, a boolean or null, not an object.")
+
+
 def whole_number(text: str) -> int:
     """A whole-number literal's value; QueryError when it is beyond 64 bits (judged by its length first, so that a
     text of thousands of digits is refused without being read)."""
@@ -552,12 +592,18 @@ def _too_deep() -> QueryError:
 
 def hogql_text(node: exp.Expression) -> str:
     """HogQL as written: function names keep their case (`toStartOfDay`, `count`), where sqlglot would print the
-    aggregates it knows in capitals."""
+    aggregates it knows in capitals, and placeholders read `{name}`."""
 
     def lower(child: exp.Expression) -> exp.Expression:
         if isinstance(child, exp.Count | exp.Sum | exp.Avg | exp.Min | exp.Max):
             arguments = [child.this] if child.this is not None else []
             return exp.Anonymous(this=child.sql_name().lower(), expressions=arguments)
+        if (
+            isinstance(child, exp.Struct)
+            and len(child.expressions) == 1
+            and isinstance(child.expressions[0], exp.Column)
+        ):
+            return exp.Var(this="{" + ".".join(part.name for part in child.expressions[0].parts) + "}")
         return child
 
     return node.copy().transform(lower).sql(normalize_functions=False)

@@ -197,10 +197,44 @@ class RetentionQuery(Node):
     filterTestAccounts: bool | None = None
 
 
+def _placeholder_values(values: dict, depth: int = 0) -> bool:
+    """Whether `values` may be a HogQL query's (pipelines.query.hogql, `{name}` and `{name.key}`): each value a string
+    of at most VALUE_LENGTH characters, a number, a boolean or null, or an object of them by name."""
+    return all(
+        isinstance(key, str)
+        and len(key) <= NAME_LENGTH
+        and (_placeholder_values(item, 1) if isinstance(item, dict) and depth == 0 else _placeholder_value(item))
+        for key, item in values.items()
+    )
+
+
+def _placeholder_value(value: Any) -> bool:
+    return (
+        value is None
+        or isinstance(value, bool | int | float)
+        or (isinstance(value, str) and len(value) <= VALUE_LENGTH)
+    )
+
+
 class HogQLQuery(Node):
     kind: Literal["HogQLQuery"]
     query: str = Field(min_length=1, max_length=10_000)
     name: Name | None = None
+    # The values of the text's placeholders, as the reference's `values`: `{country}` reads `values["country"]`,
+    # `{variables.country}` reads `values["variables"]["country"]`. Each binds as a typed literal of the tree.
+    values: dict[Name, Any] | None = None
+
+    @field_validator("values")
+    @classmethod
+    def _scalar_values(cls, values: dict | None) -> dict | None:
+        if values is not None and not _placeholder_values(values):
+            raise PydanticCustomError(
+                "placeholder_values",
+                "Each value is a string (at most {length} characters), a number, a boolean or null, or an object of "
+                "them by name",
+                {"length": VALUE_LENGTH},
+            )
+        return values
 
 
 class InsightVizNode(Node):

@@ -1,4 +1,5 @@
 from pipelines.batch_exports.models import BatchExportRun
+from pipelines.endpoints.services import endpoint_create
 from tests.pipelines.factories import (
     BatchExportBackfillFactory,
     BatchExportFactory,
@@ -96,6 +97,24 @@ for collection in ("pipeline_destinations", "pipeline_frontend_apps", "pipeline_
         Route("GET", base + "unused/", "plugin:read", 200),
     ]
 
+# Endpoints: project admins write them (`endpoint:write`); members read and run them, by GET or POST (`endpoint:read`).
+ENDPOINTS = "/api/projects/{project_id}/endpoints/"
+ENDPOINT = ENDPOINTS + "{endpoint_name}/"
+NEW_ENDPOINT = {"name": "matrix-new", "query": QUERY["query"]}
+ROUTES += [
+    Route("GET", ENDPOINTS, "endpoint:read", 200),
+    Route("POST", ENDPOINTS, "endpoint:write", 201, NEW_ENDPOINT),
+    Route("GET", ENDPOINT, "endpoint:read", 200),
+    Route("PATCH", ENDPOINT, "endpoint:write", 200, {"description": "Changed"}),
+    Route("PUT", ENDPOINT, "endpoint:write", 200, {**NEW_ENDPOINT, "name": "matrix"}),
+    Route("DELETE", ENDPOINT, "endpoint:write", 204),
+    Route("GET", ENDPOINT + "versions/", "endpoint:read", 200),
+    Route("GET", ENDPOINT + "usage/", "endpoint:read", 200),
+    Route("GET", ENDPOINT + "openapi.json/", "endpoint:read", 200),
+    Route("GET", ENDPOINT + "run/", "endpoint:read", 200),
+    Route("POST", ENDPOINT + "run/", "endpoint:read", 200, {"parameters": {}}),
+]
+
 COLLECTIONS = {
     "pipeline_destinations": "destination",
     "pipeline_frontend_apps": "frontend_app",
@@ -116,6 +135,9 @@ def make_objects(*, user, organization, project) -> dict:
     ids["event_definition_id"] = EventDefinitionFactory(project=project).pk
     ids["property_definition_id"] = PropertyDefinitionFactory(project=project).pk
     ids["noop_export_id"] = BatchExportFactory(project=project, destination_type="NoOp", destination_config={}).pk
+    empty = {"type": "object", "properties": {}}
+    endpoint = endpoint_create(actor=user, project=project, name="matrix", query=QUERY["query"], parameters=empty)
+    ids["endpoint_name"] = endpoint.name
     for route_name, collection in COLLECTIONS.items():
         # latest_tag set so upgrade has somewhere to go.
         plugin = PluginFactory(organization=organization, collection=collection, latest_tag="2.0.0")

@@ -1,6 +1,6 @@
 """The rooms of `pipelines/` import downward only (docs/architecture.md, "Inside pipelines").
 
-events ← clickhouse ← query ← batch_exports (query reads events through the clickhouse room's client when
+events ← clickhouse ← query ← batch_exports, endpoints (query reads events through the clickhouse room's client when
 CLICKHOUSE_URL is set; the clickhouse room knows nothing of query); plugins stands alone; the app's top level (apps,
 urls, models, admin, management commands, the demo) is wiring that may import any room, and no room imports the
 wiring or dashboards.
@@ -14,7 +14,7 @@ import pytest
 from tests.layering import room_violations
 
 PIPELINES = Path(__file__).resolve().parents[2] / "pipelines"
-ROOMS = ("events", "query", "batch_exports", "plugins", "clickhouse")
+ROOMS = ("events", "query", "batch_exports", "plugins", "clickhouse", "endpoints")
 # What each room may import of pipelines, besides itself.
 ALLOWED = {
     "events": set(),
@@ -22,6 +22,7 @@ ALLOWED = {
     "batch_exports": {"events", "query"},
     "plugins": set(),
     "clickhouse": {"events"},
+    "endpoints": {"query"},
 }
 
 

@@ -1,0 +1,1 @@
+"""Endpoints: saved queries with typed parameters and versions, run by name (DECISIONS.md §21)."""

@@ -1,0 +1,340 @@
+import csv
+import dataclasses
+import io
+import json
+import time
+
+from django.http import Http404, HttpResponse
+from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
+from rest_framework import exceptions, status
+from rest_framework.decorators import action
+from rest_framework.response import Response
+
+from organizations.models import Membership
+from organizations.tenancy import ProjectScopedViewSet
+from pipelines.endpoints.models import Endpoint
+from pipelines.endpoints.openapi import document
+from pipelines.endpoints.parameters import from_query_string
+from pipelines.endpoints.serializers import (
+    EndpointRunOptionsSerializer,
+    EndpointRunSerializer,
+    EndpointSerializer,
+    EndpointUsageSerializer,
+    EndpointVersionSerializer,
+)
+from pipelines.endpoints.services import (
+    Run,
+    endpoint_create,
+    endpoint_delete,
+    endpoint_run,
+    endpoint_update,
+    endpoint_version,
+    usage_record,
+    usage_summary,
+)
+from pipelines.query.freshness import ABSENT
+from pipelines.query.limits import QueryLimits
+from pipelines.query.views import FRESHNESS_HEADERS, IF_NONE_MATCH, PROJECT_ID, REQUEST_CACHE_CONTROL
+from workspace.api.conditional import cache_directives, etag_for, none_match
+from workspace.api.exceptions import error_body
+from workspace.api.renderers import JSONRenderer
+from workspace.api.throttling import QueryRateThrottle
+from workspace.api.viewsets import CreateMixin, DestroyMixin, ListMixin, RetrieveMixin, UpdateMixin
+
+ADMIN = Membership.Level.ADMIN
+ENDPOINT_NAME = OpenApiParameter("name", OpenApiTypes.STR, OpenApiParameter.PATH, description="The endpoint's name.")
+FORMATS = {"text/csv": "csv", "application/x-ndjson": "ndjson", "application/ndjson": "ndjson"}
+CONTENT_TYPES = {"csv": "text/csv; charset=utf-8", "ndjson": "application/x-ndjson"}
+
+
+def endpoint_name_allowed(request, name: str) -> bool:
+    """Whether the request's key may reach the endpoint `name`: a key limited to named endpoints
+    (`request.auth.endpoints`, a list of names) reaches only those; no list, or an empty one, reaches all."""
+    names = getattr(request.auth, "endpoints", None)
+    return not names or name in names
+
+
+def accepted_format(request, asked: str | None) -> str:
+    """The output's format: `?format=`, else the first of CSV or NDJSON that `Accept` names, else JSON."""
+    if asked:
+        return asked
+    accept = request.headers.get("Accept", "")
+    for media_type in (part.split(";", 1)[0].strip().lower() for part in accept.split(",")):
+        if media_type in FORMATS:
+            return FORMATS[media_type]
+        if media_type in ("application/json", "*/*"):
+            return "json"
+    return "json"
+
+
+@extend_schema_view(
+    list=extend_schema(parameters=[PROJECT_ID], summary="The project's endpoints"),
+    create=extend_schema(parameters=[PROJECT_ID], summary="Publish an endpoint (version 1)"),
+    retrieve=extend_schema(parameters=[PROJECT_ID, ENDPOINT_NAME]),
+    update=extend_schema(parameters=[PROJECT_ID, ENDPOINT_NAME]),
+    partial_update=extend_schema(
+        parameters=[PROJECT_ID, ENDPOINT_NAME],
+        summary="Change an endpoint; a new query or new parameters publish the next version",
+    ),
+    destroy=extend_schema(parameters=[PROJECT_ID, ENDPOINT_NAME], summary="Delete an endpoint and its versions"),
+)
+class EndpointViewSet(ProjectScopedViewSet, ListMixin, CreateMixin, RetrieveMixin, UpdateMixin, DestroyMixin):
+    """Saved queries run by name, with typed parameters and versions (DECISIONS.md §21). Members read and run them
+    (`endpoint:read`); project admins write them (`endpoint:write`).
+
+    A run reads, so it needs `endpoint:read` by GET and by POST alike, and it runs outside the write path's
+    transaction (`outside_transaction`) as `/query/` does: the query layer runs its statements in read-only
+    transactions of its own, bounded and throttled as `/query/`'s (pipelines.query.limits, `RateLimit-*` headers),
+    from the same cache, with the same freshness headers (pipelines.query.freshness). Each run is counted in the
+    endpoint's usage."""
+
+    # /api/projects/{project_id}/endpoints/[{name}/[run|versions|usage|openapi.json]/]
+    scope_object = "endpoint"
+    queryset = Endpoint.objects.none()
+    serializer_class = EndpointSerializer
+    lookup_field = "name"
+    lookup_url_kwarg = "name"
+    lookup_value_regex = r"[^/]+"
+    required_level = dict.fromkeys(("create", "update", "partial_update", "destroy"), ADMIN)
+    outside_transaction = frozenset({"run"})
+
+    def get_queryset(self):
+        queryset = self.project.endpoints.order_by("name", "id")
+        names = getattr(self.request.auth, "endpoints", None)
+        return queryset.filter(name__in=list(names)) if names else queryset
+
+    def lookup_value(self, value: str):
+        if not endpoint_name_allowed(self.request, value):
+            raise Http404
+        return value
+
+    def create_object(self, data):
+        return endpoint_create(actor=self.request.user, project=self.project, **data)
+
+    def update_object(self, instance, changes):
+        return endpoint_update(actor=self.request.user, endpoint=instance, **changes)
+
+    def destroy_object(self, instance):
+        endpoint_delete(actor=self.request.user, endpoint=instance)
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        self.limits = QueryLimits.of(request) if self.action == "run" else None
+
+    def perform_content_negotiation(self, request, force=False):
+        """A run answers JSON, CSV or NDJSON as it reads `?format=` and `Accept` itself (its errors always JSON)."""
+        if getattr(self, "action", None) == "run":
+            renderer = JSONRenderer()
+            return renderer, renderer.media_type
+        return super().perform_content_negotiation(request, force)
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        limits = getattr(self, "limits", None)
+        if limits is not None and response.status_code not in (401, 403, 404):
+            for name, value in limits.headers().items():
+                response[name] = value
+        return super().finalize_response(request, response, *args, **kwargs)
+
+    @extend_schema(
+        parameters=[PROJECT_ID, ENDPOINT_NAME],
+        responses=EndpointVersionSerializer(many=True),
+        summary="An endpoint's versions, oldest first",
+    )
+    @action(detail=True, methods=["get"], required_scopes=["endpoint:read"])
+    def versions(self, request, *args, **kwargs):
+        endpoint = self.get_object()
+        queryset = endpoint.versions.select_related("created_by").order_by("version", "id")
+        page = self.paginate_queryset(queryset)
+        return self.get_paginated_response(EndpointVersionSerializer(page, many=True).data)
+
+    @extend_schema(
+        parameters=[PROJECT_ID, ENDPOINT_NAME],
+        responses=EndpointUsageSerializer,
+        summary="An endpoint's calls, errors, durations, cache hits and rows over the last day and week",
+    )
+    @action(detail=True, methods=["get"], required_scopes=["endpoint:read"])
+    def usage(self, request, *args, **kwargs):
+        return Response(usage_summary(self.get_object()))
+
+    @extend_schema(
+        parameters=[
+            PROJECT_ID,
+            ENDPOINT_NAME,
+            OpenApiParameter("version", OpenApiTypes.INT, description="The version described (default: the latest)."),
+        ],
+        responses={200: OpenApiResponse(OpenApiTypes.OBJECT, description="An OpenAPI 3.1 document.")},
+        summary="The OpenAPI document of an endpoint's run",
+    )
+    @action(detail=True, methods=["get"], required_scopes=["endpoint:read"], url_path="openapi.json")
+    def openapi(self, request, *args, **kwargs):
+        endpoint = self.get_object()
+        options = EndpointRunOptionsSerializer(data={"version": request.query_params.get("version", endpoint.version)})
+        options.is_valid(raise_exception=True)
+        published = endpoint_version(endpoint, options.validated_data["version"])
+        prefix = "environments" if request.path.startswith("/api/environments/") else "projects"
+        path = f"/api/{prefix}/{self.project.pk}/endpoints/{endpoint.name}/run/"
+        versions = list(endpoint.versions.order_by("version").values_list("version", flat=True))
+        body = document(endpoint, published, path=path, versions=versions)
+        body["servers"] = [{"url": request.build_absolute_uri("/").rstrip("/")}]
+        return Response(body)
+
+    @extend_schema(
+        parameters=[
+            PROJECT_ID,
+            ENDPOINT_NAME,
+            EndpointRunOptionsSerializer,
+            IF_NONE_MATCH,
+            REQUEST_CACHE_CONTROL,
+            *FRESHNESS_HEADERS,
+        ],
+        request=EndpointRunSerializer,
+        responses={
+            200: OpenApiResponse(
+                OpenApiTypes.OBJECT,
+                description="`{results, columns, types, version, parameters}` (and `limit`, `offset`, `hasMore` for "
+                "HogQL), or CSV or NDJSON.",
+            ),
+            304: OpenApiResponse(description="The answer is still the one `If-None-Match` names; no body."),
+            504: OpenApiResponse(description="`Cache-Control: only-if-cached` and no result is cached."),
+        },
+        summary='Run an endpoint: parameters by query string (GET) or as `{"parameters": {...}}` (POST)',
+    )
+    @action(detail=True, methods=["get", "post"], required_scopes=["endpoint:read"])
+    def run(self, request, *args, **kwargs):
+        """Run the endpoint's latest version, or `?version=N`. Parameters are read by their schema's types from the
+        query string (GET) or taken from the body's `parameters` (POST); an unknown, missing or ill-typed one is a
+        400 whose `attr` is its JSON Pointer (`/country`). `?format=csv|ndjson` (or `Accept`) for CSV or NDJSON;
+        `limit` and `offset` page a HogQL result."""
+        endpoint = self.get_object()
+        started = time.monotonic()
+        outcome = {"error": True, "cache_hit": False, "rows": 0}
+        try:
+            return self._run(request, endpoint, outcome)
+        finally:
+            usage_record(
+                endpoint_id=endpoint.pk,
+                at=timezone.now(),
+                duration_ms=round((time.monotonic() - started) * 1000),
+                **outcome,
+            )
+
+    def _run(self, request, endpoint: Endpoint, outcome: dict):
+        options = EndpointRunOptionsSerializer(data=request.query_params)
+        options.is_valid(raise_exception=True)
+        published = endpoint_version(endpoint, options.validated_data.get("version"))
+        output = accepted_format(request, options.validated_data.get("format"))
+        if request.method == "POST":
+            if not isinstance(request.data, dict):
+                raise exceptions.ValidationError('The body is a JSON object: {"parameters": {...}}.')
+            body = EndpointRunSerializer(data=request.data)
+            body.is_valid(raise_exception=True)
+            given = body.validated_data["parameters"]
+        else:
+            given = from_query_string(published.parameters, dict(request.query_params.lists()))
+        directives = cache_directives(request)
+        refresh = "force_cache" if "only-if-cached" in directives else "blocking"
+        if "no-cache" in directives and refresh == "blocking":
+            refresh = "force_blocking"
+        run = endpoint_run(
+            endpoint=endpoint,
+            published=published,
+            given=given,
+            refresh=refresh,
+            limits=self.limits,
+            before_compute=self.throttle_computation,
+        )
+        result = run.outcome
+        if result.freshness.state == ABSENT:
+            body = error_body("invalid_request", "not_cached", "No result of this endpoint is cached (only-if-cached).")
+            return Response(body, status=status.HTTP_504_GATEWAY_TIMEOUT, headers=result.headers())
+        outcome["cache_hit"] = not result.freshness.computed
+        answer = self.answer(run, options.validated_data)
+        etag = "W/" + etag_for(
+            {
+                "result": result.freshness.etag,
+                "version": run.version,
+                "parameters": run.parameters,
+                "page": [answer.get("limit"), answer.get("offset")],
+                "format": output,
+            }
+        )
+        headers = dataclasses.replace(result.freshness, etag=etag).headers(result.at)
+        headers["Vary"] = "Accept"
+        outcome["error"] = False
+        header = request.headers.get("If-None-Match")
+        if header is not None and none_match(header, etag):
+            return Response(status=status.HTTP_304_NOT_MODIFIED, headers=headers)
+        outcome["rows"] = len(answer["results"] or [])
+        if output == "json":
+            return Response(answer, headers=headers)
+        text = csv_text(answer) if output == "csv" else ndjson_text(answer)
+        return HttpResponse(text, content_type=CONTENT_TYPES[output], headers=headers)
+
+    @staticmethod
+    def answer(run: Run, options: dict) -> dict:
+        """The run's answer: the result's rows (a page of them for HogQL), columns and types, the version run and the
+        effective parameters."""
+        result = run.outcome.response
+        answer = {
+            "results": result["results"],
+            "columns": result.get("columns"),
+            "types": result.get("types"),
+            "version": run.version,
+            "parameters": run.parameters,
+        }
+        if result.get("columns") is not None:  # a HogQL result: its rows within the query's LIMIT, by page
+            rows = result["results"]
+            offset = options.get("offset", 0)
+            limit = options.get("limit", result.get("limit") or len(rows))
+            answer["results"] = rows[offset : offset + limit]
+            answer |= {
+                "limit": limit,
+                "offset": offset,
+                "hasMore": offset + limit < len(rows) or bool(result.get("hasMore")),
+            }
+        return answer
+
+    def throttle_computation(self) -> None:
+        throttle = QueryRateThrottle()
+        if not throttle.allow_request(self.request, self):
+            self.throttled(self.request, throttle.wait())
+
+
+def _cell(value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict | list):
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return str(value)
+
+
+def _records(answer: dict) -> tuple[list[str], list[list]]:
+    """The answer's columns and rows: a HogQL result's own, or each result object's keys (their union, in order)."""
+    results = answer["results"] or []
+    if answer["columns"] is not None:
+        return list(answer["columns"]), results
+    columns = list(dict.fromkeys(key for item in results if isinstance(item, dict) for key in item))
+    return columns, [[item.get(key) if isinstance(item, dict) else None for key in columns] for item in results]
+
+
+def csv_text(answer: dict) -> str:
+    """The answer as CSV: a header of the columns, then a line per row (objects and lists as JSON)."""
+    columns, rows = _records(answer)
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\r\n")
+    writer.writerow(columns)
+    writer.writerows([_cell(value) for value in row] for row in rows)
+    return buffer.getvalue()
+
+
+def ndjson_text(answer: dict) -> str:
+    """The answer as NDJSON: one object per row, by column name."""
+    columns, rows = _records(answer)
+    return "".join(
+        json.dumps(dict(zip(columns, row, strict=False)), ensure_ascii=False, separators=(",", ":")) + "\n"
+        for row in rows
+    )
