@@ -33,6 +33,8 @@ ROUTES = [
     Route("GET", "/api/projects/{project_id}/persons/{person_id}/", "person:read", 200),
     # A query is a POST that only reads: `query:read`, as the reference has it.
     Route("POST", "/api/projects/{project_id}/query/", "query:read", 200, QUERY),
+    # The status URL of a computation that went on without its client: none has this id (a 404 past the scope).
+    Route("GET", "/api/projects/{project_id}/query/" + "0" * 32 + "/", "query:read", 404),
     Route("GET", EXPORTS, "batch_export:read", 200),
     Route("POST", EXPORTS, "batch_export:write", 201, NEW_EXPORT),
     Route("GET", EXPORT, "batch_export:read", 200),
