@@ -2,6 +2,8 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from apikeys.oauth.models import ConnectedApp, ConnectedAppToken  # noqa: F401 - OAuth's own room, same app label
+
 
 class PersonalAPIKey(models.Model):
     """A user's key for the API, limited to a set of scopes and optionally to some organizations.
