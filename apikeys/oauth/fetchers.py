@@ -17,6 +17,7 @@ from django.conf import settings
 from oauth2_provider import cimd
 from oauth2_provider.settings import oauth2_settings
 
+from apikeys.oauth.services import redirect_uri_problem
 from workspace.outbound import is_loopback_name, is_metadata_name, is_public_address
 
 
@@ -46,9 +47,19 @@ def resolve_client_host(hostname: str, port: int) -> list[str]:
 
 
 class ClientMetadataFetcher(cimd.SafeMetadataFetcher):
-    """The toolkit's fetcher (its document checks, bounds and TLS handling) with the service's address rule."""
+    """The toolkit's fetcher (its document checks, bounds and TLS handling) with the service's address rule, and the
+    same redirect URI policy as dynamic registration."""
 
     def fetch(self, client_id):
+        metadata, max_age = self.fetch_document(client_id)
+        redirect_uris = metadata.get("redirect_uris")
+        for uri in redirect_uris if isinstance(redirect_uris, list) else []:
+            problem = redirect_uri_problem(uri) if isinstance(uri, str) else "a redirect URI is no string"
+            if problem is not None:
+                raise cimd.CIMDError(f"client metadata refused: {problem}")
+        return metadata, max_age
+
+    def fetch_document(self, client_id):
         parsed = cimd._validate_client_id_url(client_id)
         port = parsed.port or 443
         addresses = resolve_client_host(parsed.hostname, port)

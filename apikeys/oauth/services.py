@@ -7,6 +7,7 @@ recognisable offline.
 
 import secrets
 from datetime import timedelta
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import transaction
@@ -20,6 +21,22 @@ from workspace.services import activity_log_record
 ACCESS_TOKEN_PREFIX = "pha_"
 REFRESH_TOKEN_PREFIX = "phr_"
 ACTIVITY_SCOPE = "ConnectedApp"
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def redirect_uri_problem(uri: str) -> str | None:
+    """Why a client may not use `uri` as a redirect URI, or None: https anywhere, plain http only to the loopback
+    interface (a native app's local listener, RFC 8252), never a fragment."""
+    try:
+        parts = urlsplit(uri)
+        parts.port  # noqa: B018 - a ValueError for a port that is no port
+    except ValueError:
+        return f"{uri!r} is not a valid URL."
+    if parts.fragment or not parts.hostname:
+        return f"{uri!r} must be an absolute URL without a fragment."
+    if parts.scheme == "https" or (parts.scheme == "http" and parts.hostname in LOOPBACK_HOSTS):
+        return None
+    return f"{uri!r} must use https, or http on 127.0.0.1 or localhost."
 
 
 def generate_access_token(request=None) -> str:

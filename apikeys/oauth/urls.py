@@ -2,23 +2,27 @@
 reverse each other by those names) and the server metadata at the site root. Each path takes its trailing slash or
 not, as every route of the service."""
 
-from django.urls import re_path
+from django.urls import path, re_path
 from oauth2_provider import views as toolkit
 
 from apikeys.oauth.views import ClientRegistrationView, ConsentView, ServerMetadataView, SignInView
 
 app_name = "oauth2_provider"
 
+
+def both_spellings(route: str, view, name: str):
+    """`route/` (named, as the metadata document gives it) and `route` without its slash, with no redirect."""
+    return [path(f"{route}/", view, name=name), path(route, view)]
+
+
 urlpatterns = [
-    re_path(r"^authorize/?$", ConsentView.as_view(), name="authorize"),
-    re_path(r"^token/?$", toolkit.TokenView.as_view(), name="token"),
-    re_path(r"^revoke/?$", toolkit.RevokeTokenView.as_view(), name="revoke-token"),
-    re_path(r"^register/?$", ClientRegistrationView.as_view(), name="dcr-register"),
+    *both_spellings("authorize", ConsentView.as_view(), "authorize"),
+    *both_spellings("token", toolkit.TokenView.as_view(), "token"),
+    *both_spellings("revoke", toolkit.RevokeTokenView.as_view(), "revoke-token"),
+    *both_spellings("register", ClientRegistrationView.as_view(), "dcr-register"),
     # RFC 7592: a registered client reads, replaces or deletes its registration with its registration access token.
-    re_path(
-        r"^register/(?P<client_id>[^/]+)/?$",
-        toolkit.DynamicClientRegistrationManagementView.as_view(),
-        name="dcr-register-management",
+    *both_spellings(
+        "register/<str:client_id>", toolkit.DynamicClientRegistrationManagementView.as_view(), "dcr-register-management"
     ),
 ]
 

@@ -24,27 +24,11 @@ from rest_framework.response import Response
 from apikeys.oauth.forms import ConsentForm
 from apikeys.oauth.models import ConnectedApp
 from apikeys.oauth.serializers import ConnectedAppSerializer
-from apikeys.oauth.services import connected_app_revoke
+from apikeys.oauth.services import connected_app_revoke, redirect_uri_problem
 from apikeys.oauth.validators import PKCE_METHOD
 from workspace.api.viewsets import BaseViewSet, ListMixin
 
-LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 GRANT_TYPES = frozenset({"authorization_code", "refresh_token"})
-
-
-def redirect_uri_problem(uri: str) -> str | None:
-    """Why a client may not use `uri` as a redirect URI, or None: https anywhere, plain http only to the loopback
-    interface (a native app's local listener, RFC 8252), never a fragment."""
-    try:
-        parts = urlsplit(uri)
-        parts.port  # noqa: B018 - a ValueError for a port that is no port
-    except ValueError:
-        return f"{uri!r} is not a valid URL."
-    if parts.fragment or not parts.hostname:
-        return f"{uri!r} must be an absolute URL without a fragment."
-    if parts.scheme == "https" or (parts.scheme == "http" and parts.hostname in LOOPBACK_HOSTS):
-        return None
-    return f"{uri!r} must use https, or http on 127.0.0.1 or localhost."
 
 
 class ServerMetadataView(OAuthServerMetadataView):
