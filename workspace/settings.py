@@ -11,8 +11,6 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from apikeys.scopes import ALL_SCOPES
-
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(os.environ.get("DATA_DIR", BASE_DIR / "data"))
 
@@ -394,9 +392,8 @@ OAUTH_REFRESH_TOKEN_SECONDS = env_int("OAUTH_REFRESH_TOKEN_SECONDS", 30 * 24 * 3
 OAUTH_CLIENT_METADATA_ALLOW_PRIVATE = env_bool("OAUTH_CLIENT_METADATA_ALLOW_PRIVATE", False)
 OAUTH2_PROVIDER = {
     "OAUTH2_VALIDATOR_CLASS": "apikeys.oauth.validators.WorkspaceOAuth2Validator",
-    "SCOPES": {scope: scope for scope in ALL_SCOPES},
-    # A client that asks for no scope is offered the read scopes.
-    "DEFAULT_SCOPES": [scope for scope in ALL_SCOPES if scope.endswith(":read")],
+    # Personal keys' scopes (apikeys/scopes.py); a client that asks for none is offered the read scopes.
+    "SCOPES_BACKEND_CLASS": "apikeys.oauth.validators.KeyScopes",
     "ACCESS_TOKEN_EXPIRE_SECONDS": OAUTH_ACCESS_TOKEN_SECONDS,
     "REFRESH_TOKEN_EXPIRE_SECONDS": OAUTH_REFRESH_TOKEN_SECONDS,
     "AUTHORIZATION_CODE_EXPIRE_SECONDS": 60,
@@ -423,6 +420,11 @@ OAUTH2_PROVIDER = {
     "DCR_REGISTRATION_PERMISSION_CLASSES": ("oauth2_provider.dcr.AllowAllDCRPermission",),
     "CIMD_ENABLED": True,
     "CIMD_METADATA_FETCHER": "apikeys.oauth.fetchers.ClientMetadataFetcher",
+    "APPLICATION_ADMIN_CLASS": "apikeys.oauth.admin.ApplicationAdmin",
+    "ACCESS_TOKEN_ADMIN_CLASS": "apikeys.oauth.admin.AccessTokenAdmin",
+    "REFRESH_TOKEN_ADMIN_CLASS": "apikeys.oauth.admin.RefreshTokenAdmin",
+    "GRANT_ADMIN_CLASS": "apikeys.oauth.admin.GrantAdmin",
+    "ID_TOKEN_ADMIN_CLASS": "apikeys.oauth.admin.IDTokenAdmin",
 }
 # The toolkit's own models, named as Django's swappable settings so that migrations referring to them resolve.
 OAUTH2_PROVIDER_APPLICATION_MODEL = "oauth2_provider.Application"

@@ -1,13 +1,15 @@
 from django.contrib import admin, messages
+from oauth2_provider import admin as toolkit
 
 from apikeys.oauth.models import ConnectedApp
 from apikeys.oauth.services import connected_app_revoke
-from workspace.admin import short, shortened
+from workspace.admin import RecordedModelAdmin, short, shortened
 
 
 @admin.register(ConnectedApp)
-class ConnectedAppAdmin(admin.ModelAdmin):
-    """People's connected OAuth apps, read-only; revoking goes through the same service as the API (and is recorded).
+class ConnectedAppAdmin(RecordedModelAdmin):
+    """People's connected OAuth apps, read-only; revoking goes through the same service as the API, which records it
+    (deleting is not offered: a consent is revoked, with its tokens, and its history kept).
     The OAuth applications and tokens themselves are django-oauth-toolkit's admin pages, which show no token value
     (they are stored as digests)."""
 
@@ -46,6 +48,9 @@ class ConnectedAppAdmin(admin.ModelAdmin):
     def has_change_permission(self, request, obj=None):
         return False
 
+    def has_delete_permission(self, request, obj=None):
+        return False
+
     @admin.display(description="scopes")
     def scope_list(self, connected_app):
         return shortened(", ".join(connected_app.scopes) or "(none)")
@@ -63,3 +68,32 @@ class ConnectedAppAdmin(admin.ModelAdmin):
             connected_app_revoke(connected_app=connected_app, actor=request.user)
             revoked += 1
         self.message_user(request, f"Revoked {revoked} connected app(s).", messages.SUCCESS)
+
+
+# The toolkit's own admin pages (OAUTH2_PROVIDER["*_ADMIN_CLASS"]), as they are (no token value shown: tokens are stored
+# as digests, codes masked), with the person picked by autocomplete as everywhere in this admin.
+
+
+class ApplicationAdmin(toolkit.ApplicationAdmin):
+    raw_id_fields = ()
+    autocomplete_fields = ("user",)
+
+
+class AccessTokenAdmin(toolkit.AccessTokenAdmin):
+    raw_id_fields = ("source_refresh_token",)
+    autocomplete_fields = ("user",)
+
+
+class RefreshTokenAdmin(toolkit.RefreshTokenAdmin):
+    raw_id_fields = ("access_token",)
+    autocomplete_fields = ("user",)
+
+
+class GrantAdmin(toolkit.GrantAdmin):
+    raw_id_fields = ()
+    autocomplete_fields = ("user",)
+
+
+class IDTokenAdmin(toolkit.IDTokenAdmin):
+    raw_id_fields = ()
+    autocomplete_fields = ("user",)

@@ -9,12 +9,28 @@ import hashlib
 
 from oauth2_provider.models import RefreshToken
 from oauth2_provider.oauth2_validators import OAuth2Validator
+from oauth2_provider.scopes import BaseScopes
 from oauthlib.oauth2.rfc6749 import errors
 
 from apikeys.oauth.models import ConnectedApp, ConnectedAppToken
 from apikeys.oauth.services import connected_app_create, connected_app_revoke
+from apikeys.scopes import ALL_SCOPES, READ
 
 PKCE_METHOD = "S256"
+
+
+class KeyScopes(BaseScopes):
+    """The toolkit's scopes are personal keys' (OAUTH2_PROVIDER["SCOPES_BACKEND_CLASS"]): one vocabulary, one meaning.
+    A client that asks for none is offered the read scopes."""
+
+    def get_all_scopes(self):
+        return {scope: scope for scope in ALL_SCOPES}
+
+    def get_available_scopes(self, application=None, request=None, *args, **kwargs):
+        return list(ALL_SCOPES)
+
+    def get_default_scopes(self, application=None, request=None, *args, **kwargs):
+        return [scope for scope in ALL_SCOPES if scope.endswith(f":{READ}")]
 
 
 class WorkspaceOAuth2Validator(OAuth2Validator):

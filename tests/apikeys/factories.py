@@ -1,17 +1,9 @@
 import factory
-from oauth2_provider.models import Application
 
 from apikeys.oauth.models import ConnectedApp
-
-
-class ApplicationFactory(factory.django.DjangoModelFactory):
-    class Meta:
-        model = Application
-
-    name = factory.Sequence(lambda n: f"Agent {n}")
-    client_type = Application.CLIENT_PUBLIC
-    authorization_grant_type = Application.GRANT_AUTHORIZATION_CODE
-    redirect_uris = "http://127.0.0.1:8765/callback"
+from tests.oauth2_provider.factories import ApplicationFactory
+from tests.organizations.factories import ProjectFactory
+from tests.workspace.factories import UserFactory
 
 
 class ConnectedAppFactory(factory.django.DjangoModelFactory):
@@ -20,7 +12,9 @@ class ConnectedAppFactory(factory.django.DjangoModelFactory):
     class Meta:
         model = ConnectedApp
 
+    user = factory.SubFactory(UserFactory)
     application = factory.SubFactory(ApplicationFactory)
+    project = factory.SubFactory(ProjectFactory)
     organization = factory.SelfAttribute("project.organization")
     scopes = ["dashboard:read"]
     token_family = factory.Faker("uuid4")
