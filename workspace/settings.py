@@ -463,6 +463,8 @@ REST_FRAMEWORK = {
         "shared_page_unlock": os.environ.get("SHARED_PAGE_UNLOCK_RATE", "10/minute"),
         # Views of shared dashboard pages per client address (dashboards/pages.py).
         "shared_page_view": os.environ.get("SHARED_PAGE_VIEW_RATE", "120/minute"),
+        # OAuth client registrations per client address (apikeys/oauth/views.py); registration is open.
+        "oauth_registration": os.environ.get("OAUTH_REGISTRATION_RATE", "20/hour"),
         # Query computations per key (pipelines/query/views.py); answers from the cache are not counted.
         "query": os.environ.get("API_QUERY_RATE", "120/minute"),
     },

@@ -26,6 +26,7 @@ from apikeys.oauth.models import ConnectedApp
 from apikeys.oauth.serializers import ConnectedAppSerializer
 from apikeys.oauth.services import connected_app_revoke, redirect_uri_problem
 from apikeys.oauth.validators import PKCE_METHOD
+from workspace.api.throttling import FixedWindowRateThrottle
 from workspace.api.viewsets import BaseViewSet, ListMixin
 
 GRANT_TYPES = frozenset({"authorization_code", "refresh_token"})
@@ -108,11 +109,28 @@ class ConsentView(AuthorizationView):
         return response
 
 
+class RegistrationRateThrottle(FixedWindowRateThrottle):
+    """Client registrations per address (`oauth_registration` rate, `OAUTH_REGISTRATION_RATE`): registration is open,
+    and each one is a row."""
+
+    scope = "oauth_registration"
+
+    def get_cache_key(self, request, view=None):
+        return f"throttle:{self.scope}:ip:{self.get_ident(request)}"
+
+
 class ClientRegistrationView(DynamicClientRegistrationView):
-    """/oauth/register/ (RFC 7591), open to anyone: public clients of the authorization code grant only, with
-    redirect URIs on https or the loopback interface. `token_endpoint_auth_method` defaults to `none`."""
+    """/oauth/register/ (RFC 7591), open to anyone, at a bounded rate per address: public clients of the authorization
+    code grant only, with redirect URIs on https or the loopback interface. `token_endpoint_auth_method` defaults to
+    `none`."""
 
     def post(self, request, *args, **kwargs):
+        throttle = RegistrationRateThrottle()
+        if not throttle.allow_request(request, None):
+            response = _error_response("slow_down", "Too many client registrations from this address; retry later.")
+            response.status_code = 429
+            response["Retry-After"] = str(max(1, round(throttle.wait() or 1)))
+            return response
         try:
             data = json.loads(request.body)
         except ValueError:

@@ -4,6 +4,7 @@ import pytest
 from django.test import Client
 from oauth2_provider.models import Application
 
+from apikeys.oauth.views import RegistrationRateThrottle
 from tests.apikeys.oauth.conftest import REDIRECT_URI, register
 
 
@@ -52,3 +53,14 @@ def test_a_body_that_is_no_json_object_is_refused(db):
     response = Client().post("/oauth/register/", "[1]", content_type="application/json")
     assert response.status_code == 400
     assert response.json()["error"] == "invalid_client_metadata"
+
+
+def test_registrations_are_limited_per_address(db, monkeypatch):
+    monkeypatch.setattr(RegistrationRateThrottle, "THROTTLE_RATES", {"oauth_registration": "2/hour"})
+    client = Client()
+    assert [register(client).status_code for _ in range(2)] == [201, 201]
+    refused = register(client)
+    assert refused.status_code == 429
+    assert refused.json()["error"] == "slow_down"
+    assert int(refused["Retry-After"]) >= 1
+    assert Application.objects.count() == 2
