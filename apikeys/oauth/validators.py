@@ -13,7 +13,7 @@ from oauth2_provider.scopes import BaseScopes
 from oauthlib.oauth2.rfc6749 import errors
 
 from apikeys.oauth.models import ConnectedApp, ConnectedAppToken
-from apikeys.oauth.services import connected_app_create, connected_app_revoke
+from apikeys.oauth.services import connected_app_create, connected_app_revoke, redirect_uri_problem
 from apikeys.scopes import ALL_SCOPES, READ
 
 PKCE_METHOD = "S256"
@@ -35,6 +35,13 @@ class KeyScopes(BaseScopes):
 
 class WorkspaceOAuth2Validator(OAuth2Validator):
     """Authorization code with PKCE S256 only, tokens tied to the consent they were issued under."""
+
+    def validate_redirect_uri(self, client_id, redirect_uri, request, *args, **kwargs):
+        """A registered redirect URI, and on https or plain http to the loopback interface, whoever registered the
+        client (registration, a metadata document, an operator in admin)."""
+        return redirect_uri_problem(redirect_uri) is None and super().validate_redirect_uri(
+            client_id, redirect_uri, request, *args, **kwargs
+        )
 
     def _create_authorization_code(self, request, code, expires=None):
         if request.code_challenge_method != PKCE_METHOD:

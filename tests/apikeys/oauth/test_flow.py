@@ -197,3 +197,14 @@ def test_an_unknown_token_gets_the_same_401_as_a_bad_key(oauth):
     assert token.status_code == key.status_code == 401
     assert token.json() == key.json()
     assert token["WWW-Authenticate"] == key["WWW-Authenticate"] == "Bearer"
+
+
+def test_a_plain_http_redirect_off_the_loopback_is_refused_even_if_registered(oauth, alice, project):
+    from oauth2_provider.models import Application
+
+    Application.objects.filter(client_id=oauth.client_id).update(redirect_uris="http://agent.example/callback")
+    _, challenge = pkce_pair()
+    params = {**oauth.authorize_params(challenge=challenge), "redirect_uri": "http://agent.example/callback"}
+    response = oauth.browser.get("/oauth/authorize/", params)
+    assert response.status_code == 400
+    assert not ConnectedApp.objects.exists()
