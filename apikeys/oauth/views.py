@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 from django.contrib.auth.views import LoginView
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from oauth2_provider.exceptions import OAuthToolkitError
+from oauth2_provider.models import Application
 from oauth2_provider.views import (
     AuthorizationView,
     DynamicClientRegistrationView,
@@ -65,10 +66,11 @@ class ConsentView(AuthorizationView):
     def get(self, request, *args, **kwargs):
         request.GET = request.GET.copy()
         request.GET["approval_prompt"] = self.approval_prompt
-        return self.with_form_action(super().get(request, *args, **kwargs))
+        response = super().get(request, *args, **kwargs)
+        return self.with_form_action(response, (self.oauth2_data or {}).get("redirect_uri"))
 
     def form_invalid(self, form):
-        return self.with_form_action(super().form_invalid(form))
+        return self.with_form_action(super().form_invalid(form), form.data.get("redirect_uri"))
 
     def form_valid(self, form):
         self.chosen_project = form.chosen_project
@@ -85,6 +87,10 @@ class ConsentView(AuthorizationView):
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
         form = context.get("form")
+        if form is not None and form.is_bound and "application" not in context:
+            # The form shown again (a choice missing): the client and the way back come from its hidden fields.
+            context["application"] = Application.objects.filter(client_id=form.data.get("client_id")).first()
+            context["redirect_uri"] = form.data.get("redirect_uri")
         if form is not None and "scopes" in form.fields:
             context["scope_rows"] = self.scope_rows(form)
         return context
@@ -96,11 +102,11 @@ class ConsentView(AuthorizationView):
         objects = dict.fromkeys(scope.partition(":")[0] for scope in boxes)
         return [(obj, boxes.get(f"{obj}:read"), boxes.get(f"{obj}:write")) for obj in objects]
 
-    def with_form_action(self, response):
+    @staticmethod
+    def with_form_action(response, redirect_uri: str | None):
         """The page's form posts here and the answer redirects to the client: a browser that applies `form-action`
         to the redirect must be allowed the redirect URI's origin."""
-        redirect_uri = (self.oauth2_data or {}).get("redirect_uri") or ""
-        parts = urlsplit(redirect_uri)
+        parts = urlsplit(redirect_uri or "")
         if getattr(response, "status_code", 200) == 200 and parts.scheme in ("http", "https") and parts.netloc:
             response["Content-Security-Policy"] = (
                 "default-src 'none'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; base-uri 'none'; "

@@ -222,3 +222,17 @@ def test_the_token_reaches_only_the_chosen_project_of_its_organization(oauth, pr
     tokens = oauth.tokens(project=project, scopes=("project:read",))
     assert oauth.call("get", f"/api/projects/{project.pk}/", tokens.access_token).status_code == 200
     assert oauth.call("get", f"/api/projects/{second.pk}/", tokens.access_token).status_code == 404
+
+
+def test_a_consent_form_shown_again_keeps_the_client_in_its_form_action(oauth, project):
+    _, challenge = pkce_pair()
+    page = oauth.browser.get("/oauth/authorize/", oauth.authorize_params(challenge=challenge))
+    assert "form-action 'self' http://127.0.0.1:8765" in page["Content-Security-Policy"]
+    data = {k: v for k, v in page.context["form"].initial.items() if v is not None and k != "scopes"}
+
+    again = oauth.browser.post("/oauth/authorize/", {**data, "allow": "true", "project": project.pk, "scopes": []})
+
+    assert again.status_code == 200
+    assert "Choose at least one kind of access" in again.content.decode()
+    assert "form-action 'self' http://127.0.0.1:8765" in again["Content-Security-Policy"]
+    assert not ConnectedApp.objects.exists()
