@@ -5,7 +5,14 @@ not, as every route of the service."""
 from django.urls import path, re_path
 from oauth2_provider import views as toolkit
 
-from apikeys.oauth.views import ClientRegistrationView, ConsentView, ServerMetadataView, SignInView
+from apikeys.oauth.views import (
+    ClientRegistrationView,
+    ConsentView,
+    RevokeTokenView,
+    ServerMetadataView,
+    SignInView,
+    TokenView,
+)
 
 app_name = "oauth2_provider"
 
@@ -17,8 +24,8 @@ def both_spellings(route: str, view, name: str):
 
 urlpatterns = [
     *both_spellings("authorize", ConsentView.as_view(), "authorize"),
-    *both_spellings("token", toolkit.TokenView.as_view(), "token"),
-    *both_spellings("revoke", toolkit.RevokeTokenView.as_view(), "revoke-token"),
+    *both_spellings("token", TokenView.as_view(), "token"),
+    *both_spellings("revoke", RevokeTokenView.as_view(), "revoke-token"),
     *both_spellings("register", ClientRegistrationView.as_view(), "dcr-register"),
     # RFC 7592: a registered client reads, replaces or deletes its registration with its registration access token.
     *both_spellings(

@@ -9,14 +9,14 @@ import json
 from urllib.parse import urlsplit
 
 from django.contrib.auth.views import LoginView
+from django.http import HttpResponse
+from django.utils.decorators import method_decorator
+from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.utils import extend_schema, extend_schema_view
+from oauth2_provider import views as toolkit
 from oauth2_provider.exceptions import OAuthToolkitError
 from oauth2_provider.models import Application
-from oauth2_provider.views import (
-    AuthorizationView,
-    DynamicClientRegistrationView,
-    OAuthServerMetadataView,
-)
+from oauth2_provider.views import AuthorizationView, DynamicClientRegistrationView, OAuthServerMetadataView
 from oauth2_provider.views.dynamic_client_registration import _error_response
 from oauthlib.oauth2.rfc6749 import errors
 from rest_framework import status
@@ -31,6 +31,33 @@ from workspace.api.throttling import FixedWindowRateThrottle
 from workspace.api.viewsets import BaseViewSet, ListMixin
 
 GRANT_TYPES = frozenset({"authorization_code", "refresh_token"})
+
+
+class OpenToBrowsersMixin:
+    """An endpoint a client may call from a web page of another origin (a browser-based agent): answers carry
+    `Access-Control-Allow-Origin: *` and a preflight is answered. Safe because these endpoints read no cookie: a code
+    is worth nothing without its verifier, a refresh token and a registration authenticate themselves."""
+
+    def dispatch(self, request, *args, **kwargs):
+        if request.method == "OPTIONS":
+            response = HttpResponse(status=204)
+            response["Access-Control-Allow-Methods"] = "POST, OPTIONS"
+            response["Access-Control-Allow-Headers"] = "Authorization, Content-Type"
+            response["Access-Control-Max-Age"] = "86400"
+        else:
+            response = super().dispatch(request, *args, **kwargs)
+        response["Access-Control-Allow-Origin"] = "*"
+        return response
+
+
+@method_decorator(csrf_exempt, name="dispatch")  # as the toolkit's: a client's request, never a browser session's
+class TokenView(OpenToBrowsersMixin, toolkit.TokenView):
+    """/oauth/token/: the toolkit's token endpoint (codes with their verifier, refresh tokens rotated)."""
+
+
+@method_decorator(csrf_exempt, name="dispatch")
+class RevokeTokenView(OpenToBrowsersMixin, toolkit.RevokeTokenView):
+    """/oauth/revoke/ (RFC 7009)."""
 
 
 class ServerMetadataView(OAuthServerMetadataView):
@@ -125,7 +152,8 @@ class RegistrationRateThrottle(FixedWindowRateThrottle):
         return f"throttle:{self.scope}:ip:{self.get_ident(request)}"
 
 
-class ClientRegistrationView(DynamicClientRegistrationView):
+@method_decorator(csrf_exempt, name="dispatch")
+class ClientRegistrationView(OpenToBrowsersMixin, DynamicClientRegistrationView):
     """/oauth/register/ (RFC 7591), open to anyone, at a bounded rate per address: public clients of the authorization
     code grant only, with redirect URIs on https or the loopback interface. `token_endpoint_auth_method` defaults to
     `none`."""

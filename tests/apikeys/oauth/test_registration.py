@@ -64,3 +64,19 @@ def test_registrations_are_limited_per_address(db, monkeypatch):
     assert refused.json()["error"] == "slow_down"
     assert int(refused["Retry-After"]) >= 1
     assert Application.objects.count() == 2
+
+
+def test_a_browser_based_client_may_register_and_exchange_from_another_origin(db):
+    client = Client()
+    for path in ("/oauth/register/", "/oauth/token/", "/oauth/revoke/"):
+        preflight = client.options(
+            path, HTTP_ORIGIN="https://inspector.example", HTTP_ACCESS_CONTROL_REQUEST_METHOD="POST"
+        )
+        assert preflight.status_code == 204, path
+        assert preflight["Access-Control-Allow-Origin"] == "*"
+        assert "POST" in preflight["Access-Control-Allow-Methods"]
+    registered = register(client)
+    assert registered.status_code == 201
+    assert registered["Access-Control-Allow-Origin"] == "*"
+    refused = client.post("/oauth/token/", {"grant_type": "authorization_code", "code": "x", "client_id": "y"})
+    assert refused["Access-Control-Allow-Origin"] == "*"
