@@ -2,50 +2,12 @@
 approves the consent page as a browser without JavaScript would submit it, and the client exchanges the code with
 PKCE and calls the API."""
 
-from html.parser import HTMLParser
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import requests
 
 from tests.apikeys.oauth.conftest import REDIRECT_URI, pkce_pair
-
-
-class FormReader(HTMLParser):
-    """The fields a browser would submit from a page's form: inputs (checked boxes only) and selected options."""
-
-    def __init__(self):
-        super().__init__()
-        self.fields: list[tuple[str, str]] = []
-        self.select: str | None = None
-        self.first_option: str | None = None
-        self.selected = False
-
-    def handle_starttag(self, tag, attrs):
-        attrs = dict(attrs)
-        if tag == "input" and attrs.get("name"):
-            if attrs.get("type") in ("checkbox", "radio") and "checked" not in attrs:
-                return
-            self.fields.append((attrs["name"], attrs.get("value") or ""))
-        elif tag == "select":
-            self.select, self.first_option, self.selected = attrs["name"], None, False
-        elif tag == "option" and self.select:
-            if self.first_option is None:
-                self.first_option = attrs.get("value")
-            if "selected" in attrs:
-                self.fields.append((self.select, attrs.get("value")))
-                self.selected = True
-
-    def handle_endtag(self, tag):
-        if tag == "select" and self.select:
-            if not self.selected and self.first_option is not None:
-                self.fields.append((self.select, self.first_option))
-            self.select = None
-
-
-def form_fields(html: str) -> list[tuple[str, str]]:
-    reader = FormReader()
-    reader.feed(html)
-    return reader.fields
+from tests.apikeys.oauth.consent import form_fields, sign_in_and_approve
 
 
 def test_sign_in_consent_token_and_api_call_through_a_live_server(live_service, alice, project, settings):
@@ -120,3 +82,39 @@ def test_sign_in_consent_token_and_api_call_through_a_live_server(live_service, 
         401,
         404,
     )
+
+
+def test_the_consent_helper_signs_in_and_approves_chosen_scopes(live_service, alice, project, settings):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.PBKDF2PasswordHasher"]
+    alice.set_password("correct horse battery staple")
+    alice.save()
+    url = live_service.url
+    client_id = requests.post(
+        f"{url}/oauth/register/", json={"client_name": "Helper", "redirect_uris": [REDIRECT_URI]}, timeout=10
+    ).json()["client_id"]
+    verifier, challenge = pkce_pair()
+    query = urlencode(
+        {
+            "response_type": "code",
+            "client_id": client_id,
+            "redirect_uri": REDIRECT_URI,
+            "code_challenge": challenge,
+            "code_challenge_method": "S256",
+            "state": "s",
+            "resource": f"{url}/api",
+        }
+    )
+
+    location = sign_in_and_approve(
+        f"{url}/oauth/authorize/?{query}", email=alice.email, password="correct horse battery staple",
+        scopes=["dashboard:write"],
+    )  # fmt: skip
+
+    code = parse_qs(urlsplit(location).query)["code"][0]
+    token = requests.post(
+        f"{url}/oauth/token/",
+        data={"grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT_URI, "client_id": client_id,
+              "code_verifier": verifier},
+        timeout=10,
+    ).json()  # fmt: skip
+    assert token["scope"] == "dashboard:write"
