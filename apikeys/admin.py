@@ -3,6 +3,7 @@ from django.utils import timezone
 
 from apikeys.forms import PersonalAPIKeyIssueForm, ProjectSecretKeyIssueForm
 from apikeys.models import PersonalAPIKey, ProjectSecretKey
+from apikeys.oauth import admin as oauth_admin  # noqa: F401 - registers OAuth's room's admin
 from apikeys.services import api_key_create, api_key_revoke, project_key_create, project_key_revoke
 from workspace.admin import RecordedModelAdmin, short, shortened
 

@@ -3,6 +3,7 @@ from django.contrib.auth.models import AnonymousUser
 from django.db import models
 from django.utils import timezone
 
+from apikeys.oauth.models import ConnectedApp, ConnectedAppToken  # noqa: F401 - OAuth's own room, same app label
 from organizations.models import Membership
 
 

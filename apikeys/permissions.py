@@ -3,7 +3,7 @@
 from django.core.exceptions import ImproperlyConfigured
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 
-from apikeys.models import PersonalAPIKey, ProjectSecretKey
+from apikeys.models import ProjectSecretKey
 from apikeys.scopes import READ, WRITE, has_scope
 
 READ_ACTIONS = {"list", "retrieve"}
@@ -40,10 +40,11 @@ def required_scopes_for(view, method: str) -> list[str]:
 
 
 class APIScopePermission(BasePermission):
-    """Refuses an API key (a person's or a project's) that lacks a scope the action needs (403 naming the scope).
+    """Refuses a credential that lacks a scope the action needs (403 naming the scope).
 
-    Only keys are constrained: a session (an operator logged into admin browsing the API) is limited by
-    membership levels alone.
+    Any credential that carries `scopes` is constrained (a personal key, a project key, an OAuth access token: one
+    vocabulary, one meaning); a session (an operator logged into admin browsing the API) is limited by membership
+    levels alone.
     """
 
     @staticmethod
@@ -52,11 +53,11 @@ class APIScopePermission(BasePermission):
         return required_scopes_for(view, method)
 
     def has_permission(self, request, view) -> bool:
-        key = request.auth
-        if not isinstance(key, PersonalAPIKey | ProjectSecretKey):
+        granted = getattr(request.auth, "scopes", None)
+        if granted is None:
             return True
         for scope in required_scopes_for(view, request.method):
-            if not has_scope(key.scopes, scope):
+            if not has_scope(granted, scope):
                 self.message = f"API key missing required scope '{scope}'"
                 return False
         return True

@@ -41,7 +41,8 @@ def key_membership_level(request) -> int | None:
 
 
 def key_scoped_projects(request) -> list[int]:
-    """The project ids a key that acts for no person reaches (none when it names none)."""
+    """The project ids the calling credential is limited to: a project's key (which reaches none when it names
+    none), or a person's grant to an app limited to a project; empty when it names none."""
     return [int(project_id) for project_id in getattr(request.auth, "scoped_projects", None) or []]
 
 
@@ -81,9 +82,11 @@ def visible_projects(request) -> QuerySet[Project]:
         if scoped is not None:
             projects = projects.filter(organization_id__in=scoped)
         return projects.annotate(membership_level=Value(level, output_field=IntegerField()))
-    return Project.objects.filter(visible_membership_filter(request, "organization__memberships__")).annotate(
+    projects = Project.objects.filter(visible_membership_filter(request, "organization__memberships__")).annotate(
         membership_level=F("organization__memberships__level")
     )
+    limited = key_scoped_projects(request)
+    return projects.filter(pk__in=limited) if limited else projects
 
 
 def parse_organization_id(request, value: str) -> uuid.UUID:

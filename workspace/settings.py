@@ -65,6 +65,8 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    # The OAuth 2.1 authorization server (apikeys/oauth/); its tables are applications, codes and tokens.
+    "oauth2_provider",
     "workspace",
     "organizations",
     "apikeys",
@@ -387,8 +389,65 @@ PROJECT_KEY_MAX_OVERLAP_SECONDS = 86400
 # Where `manage.py seed_demo` keeps the demo key, so that each `make run` reuses it while it is valid.
 DEMO_KEY_FILE = Path(os.environ.get("DEMO_KEY_FILE", DATA_DIR / "demo-key"))
 
+# The OAuth 2.1 authorization server (DECISIONS.md §22, apikeys/oauth/, django-oauth-toolkit): authorization code with
+# PKCE S256 only, public clients registered dynamically (RFC 7591) or by client ID metadata document, access tokens for
+# an hour, refresh tokens rotated and a reused one revoking its family, tokens stored as digests only.
+OAUTH_ACCESS_TOKEN_SECONDS = env_int("OAUTH_ACCESS_TOKEN_SECONDS", 3600)
+OAUTH_REFRESH_TOKEN_SECONDS = env_int("OAUTH_REFRESH_TOKEN_SECONDS", 30 * 24 * 3600)
+# Client ID metadata documents on loopback or private addresses (development and tests; never in production).
+OAUTH_CLIENT_METADATA_ALLOW_PRIVATE = env_bool("OAUTH_CLIENT_METADATA_ALLOW_PRIVATE", False)
+OAUTH2_PROVIDER = {
+    "OAUTH2_VALIDATOR_CLASS": "apikeys.oauth.validators.WorkspaceOAuth2Validator",
+    # Personal keys' scopes (apikeys/scopes.py); a client that asks for none is offered the read scopes.
+    "SCOPES_BACKEND_CLASS": "apikeys.oauth.validators.KeyScopes",
+    "ACCESS_TOKEN_EXPIRE_SECONDS": OAUTH_ACCESS_TOKEN_SECONDS,
+    "REFRESH_TOKEN_EXPIRE_SECONDS": OAUTH_REFRESH_TOKEN_SECONDS,
+    "AUTHORIZATION_CODE_EXPIRE_SECONDS": 60,
+    "ACCESS_TOKEN_GENERATOR": "apikeys.oauth.services.generate_access_token",
+    "REFRESH_TOKEN_GENERATOR": "apikeys.oauth.services.generate_refresh_token",
+    "ROTATE_REFRESH_TOKEN": True,
+    "REFRESH_TOKEN_REUSE_PROTECTION": True,
+    "REFRESH_TOKEN_GRACE_PERIOD_SECONDS": 0,
+    "PKCE_REQUIRED": True,
+    "REQUEST_APPROVAL_PROMPT": "force",
+    # Native clients listen on the loopback interface on a port of the moment (RFC 8252 §7.3).
+    "ALLOW_LOCALHOST_LOOPBACK": True,
+    "ALLOWED_REDIRECT_URI_SCHEMES": ["http", "https"],
+    "COMPLIANT_BCP_RFC9700_IMPLICIT_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PASSWORD_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_METHOD": True,
+    "COMPLIANT_BCP_RFC9700_ACCESS_TOKEN_TRANSPORT": True,
+    "COMPLIANT_BCP_RFC9700_AUTHZ_RESPONSE_ISS": True,
+    "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,
+    "OAUTH2_RESPONSE_TYPES_SUPPORTED": ["code"],
+    "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "refresh_token"],
+    "OAUTH2_TOKEN_ENDPOINT_AUTH_METHODS_SUPPORTED": ["none"],
+    "DCR_ENABLED": True,
+    "DCR_REGISTRATION_PERMISSION_CLASSES": ("oauth2_provider.dcr.AllowAllDCRPermission",),
+    "CIMD_ENABLED": True,
+    "CIMD_METADATA_FETCHER": "apikeys.oauth.fetchers.ClientMetadataFetcher",
+    "APPLICATION_ADMIN_CLASS": "apikeys.oauth.admin.ApplicationAdmin",
+    "ACCESS_TOKEN_ADMIN_CLASS": "apikeys.oauth.admin.AccessTokenAdmin",
+    "REFRESH_TOKEN_ADMIN_CLASS": "apikeys.oauth.admin.RefreshTokenAdmin",
+    "GRANT_ADMIN_CLASS": "apikeys.oauth.admin.GrantAdmin",
+    "ID_TOKEN_ADMIN_CLASS": "apikeys.oauth.admin.IDTokenAdmin",
+}
+# The toolkit's own models, named as Django's swappable settings so that migrations referring to them resolve.
+OAUTH2_PROVIDER_APPLICATION_MODEL = "oauth2_provider.Application"
+OAUTH2_PROVIDER_ACCESS_TOKEN_MODEL = "oauth2_provider.AccessToken"
+OAUTH2_PROVIDER_REFRESH_TOKEN_MODEL = "oauth2_provider.RefreshToken"
+OAUTH2_PROVIDER_GRANT_MODEL = "oauth2_provider.Grant"
+OAUTH2_PROVIDER_ID_TOKEN_MODEL = "oauth2_provider.IDToken"
+# The toolkit warns that redirect URIs may use plain http: only to the loopback interface here (a native app's local
+# listener, RFC 8252), which every authorization request is checked for (apikeys/oauth/validators.py).
+SILENCED_SYSTEM_CHECKS = ["oauth2_provider.W008"]
+# Where the consent page sends a person who is not signed in.
+LOGIN_URL = "/accounts/login/"
+
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
+        # First: it claims only OAuth access tokens (`pha_`), and the personal key class refuses any other bearer.
+        "apikeys.oauth.authentication.OAuthAccessTokenAuthentication",
         "apikeys.authentication.ProjectSecretKeyAuthentication",
         "apikeys.authentication.PersonalAPIKeyAuthentication",
         "rest_framework.authentication.SessionAuthentication",
@@ -414,6 +473,8 @@ REST_FRAMEWORK = {
         "shared_page_unlock": os.environ.get("SHARED_PAGE_UNLOCK_RATE", "10/minute"),
         # Views of shared dashboard pages per client address (dashboards/pages.py).
         "shared_page_view": os.environ.get("SHARED_PAGE_VIEW_RATE", "120/minute"),
+        # OAuth client registrations per client address (apikeys/oauth/views.py); registration is open.
+        "oauth_registration": os.environ.get("OAUTH_REGISTRATION_RATE", "20/hour"),
         # Query computations per key (pipelines/query/views.py); answers from the cache are not counted.
         "query": os.environ.get("API_QUERY_RATE", "120/minute"),
     },

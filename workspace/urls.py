@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView
 
+from apikeys.oauth.urls import root_urlpatterns as oauth_root_urlpatterns
 from dashboards.public.embed_pages import embedded_page
 from dashboards.public.member_pages import member_dashboard, member_insight
 from dashboards.public.pages import shared_dashboard
@@ -24,6 +25,10 @@ urlpatterns = [
     re_path(r"^healthz/?$", healthz, name="healthz"),
     re_path(r"^readyz/?$", readyz, name="readyz"),
     path("admin/", admin.site.urls),
+    # The OAuth 2.1 authorization server (apikeys/oauth/): /oauth/authorize/, /oauth/token/, /oauth/revoke/,
+    # /oauth/register/, and at the root /.well-known/oauth-authorization-server and the sign-in page /accounts/login/.
+    path("oauth/", include("apikeys.oauth.urls")),
+    *oauth_root_urlpatterns,
     # A shared dashboard's public page (HTML, no key); the token is URL-safe base64.
     re_path(r"^shared/(?P<access_token>[A-Za-z0-9_-]+)/?$", shared_dashboard, name="shared-dashboard"),
     # A signed embed's page (HTML, or JSON with ?format=json; no key): any token reaches the view, which answers every

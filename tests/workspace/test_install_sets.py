@@ -38,7 +38,6 @@ TEST_PACKAGES = {
     "selenium",
     "moto",
     "flask",
-    "requests",
 }
 
 
