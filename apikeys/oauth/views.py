@@ -19,7 +19,7 @@ from oauth2_provider.models import Application
 from oauth2_provider.views import AuthorizationView, DynamicClientRegistrationView, OAuthServerMetadataView
 from oauth2_provider.views.dynamic_client_registration import _error_response
 from oauthlib.oauth2.rfc6749 import errors
-from rest_framework import status
+from rest_framework import exceptions, status
 from rest_framework.response import Response
 
 from apikeys.oauth.forms import ConsentForm
@@ -29,6 +29,7 @@ from apikeys.oauth.services import connected_app_revoke, redirect_uri_problem
 from apikeys.oauth.validators import PKCE_METHOD
 from workspace.api.throttling import FixedWindowRateThrottle
 from workspace.api.viewsets import BaseViewSet, ListMixin
+from workspace.models import acting_person
 
 GRANT_TYPES = frozenset({"authorization_code", "refresh_token"})
 
@@ -221,8 +222,11 @@ class ConnectedAppViewSet(BaseViewSet, ListMixin):
     lookup_value_regex = "[0-9a-fA-F-]{36}"
 
     def get_queryset(self):
+        person = acting_person(self.request.user)
+        if person is None:  # a project's key acts for no person: there is no "me" whose apps to show
+            raise exceptions.NotFound("This request was not made for a person.")
         return (
-            ConnectedApp.objects.filter(user=self.request.user, revoked_at__isnull=True, token_family__isnull=False)
+            ConnectedApp.objects.filter(user=person, revoked_at__isnull=True, token_family__isnull=False)
             .select_related("application", "organization", "project")
             .order_by("-created_at", "-id")
         )
