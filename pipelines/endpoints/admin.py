@@ -5,10 +5,10 @@ from django.utils.html import format_html, format_html_join
 
 from pipelines.endpoints.models import Endpoint, EndpointVersion
 from pipelines.endpoints.services import usage_summary
-from workspace.admin import ReadOnlyAdminMixin
+from workspace.admin import ReadOnlyAdminMixin, RecordedInlineMixin, RecordedModelAdmin
 
 
-class EndpointVersionInline(admin.TabularInline):
+class EndpointVersionInline(RecordedInlineMixin, admin.TabularInline):
     """An endpoint's versions, as published: never changed afterwards."""
 
     model = EndpointVersion
@@ -36,7 +36,7 @@ class EndpointVersionInline(admin.TabularInline):
 
 
 @admin.register(Endpoint)
-class EndpointAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+class EndpointAdmin(ReadOnlyAdminMixin, RecordedModelAdmin):
     """Endpoints, their versions and their usage over the last day and week, read-only: they are published and
     changed through the API, where each version is recorded."""
 

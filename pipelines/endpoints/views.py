@@ -16,7 +16,7 @@ from organizations.models import Membership
 from organizations.tenancy import ProjectScopedViewSet
 from pipelines.endpoints.models import Endpoint
 from pipelines.endpoints.openapi import document
-from pipelines.endpoints.parameters import from_query_string
+from pipelines.endpoints.parameters import ParameterError, from_query_string, pointer
 from pipelines.endpoints.serializers import (
     EndpointRunOptionsSerializer,
     EndpointRunSerializer,
@@ -221,7 +221,8 @@ class EndpointViewSet(ProjectScopedViewSet, ListMixin, CreateMixin, RetrieveMixi
             )
 
     def _run(self, request, endpoint: Endpoint, outcome: dict):
-        options = EndpointRunOptionsSerializer(data=request.query_params)
+        # A plain dict, not the QueryDict: DRF reads a form's blank value as absent, but `?format=` names no format.
+        options = EndpointRunOptionsSerializer(data=request.query_params.dict())
         options.is_valid(raise_exception=True)
         published = endpoint_version(endpoint, options.validated_data.get("version"))
         output = accepted_format(request, options.validated_data.get("format"))
@@ -231,6 +232,13 @@ class EndpointViewSet(ProjectScopedViewSet, ListMixin, CreateMixin, RetrieveMixi
             body = EndpointRunSerializer(data=request.data)
             body.is_valid(raise_exception=True)
             given = body.validated_data["parameters"]
+            # A POST's parameters are its body's: one in the query string too would be ignored, so it is refused.
+            for name in from_query_string(published.parameters, dict(request.query_params.lists())):
+                raise ParameterError(
+                    f"A POST takes its parameters in its body, not {name!r} in the query string.",
+                    code="unknown_parameter",
+                    attr=pointer(name),
+                )
         else:
             given = from_query_string(published.parameters, dict(request.query_params.lists()))
         directives = cache_directives(request)

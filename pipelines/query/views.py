@@ -168,6 +168,10 @@ class QueryViewSet(ProjectScopedViewSet):
         )
         return self.answer(outcome)
 
+    def check_object_exists(self) -> None:
+        # OPTIONS on a status URL: a 404 for a computation the caller cannot see, as a GET answers.
+        flight_result(project=self.project, flight_id=self.kwargs["pk"])
+
     def answer(self, outcome: QueryResult, *, only_if_cached: bool = False) -> Response:
         headers = outcome.headers()
         if outcome.pending is not None:

@@ -25,7 +25,7 @@ MODULES = [
 ROUTES = [(module, route) for module in MODULES for route in module.ROUTES]
 DUMMY_IDS = dict.fromkeys(
     ["organization_id", "project_id", "id", "dashboard_id", "user__uuid"], "00000000-0000-0000-0000-000000000001"
-)
+) | {"flight_id": "0" * 32}  # a computation's id (pipelines.query.flights): hex, no dashes
 
 
 def route_id(value):

@@ -32,10 +32,10 @@ def test_organization_delete(client, alice, django_assert_num_queries):
     MembershipFactory(organization=doomed, user=alice, level=Membership.Level.OWNER)
 
     # 1. the transaction opens, 2. the key, 3. the organization, one of the caller's, 4. its projects (prefetched for
-    # the representation), 5. the members whose current organization it is, 6-12. Django's collector: the projects,
-    # plugins, memberships, invites, domains, the users' current organization cleared, the organization, 13. the
-    # activity entry, 14. the transaction ends
-    with django_assert_num_queries(14):
+    # the representation), 5. the members whose current organization it is, 6-13. Django's collector: the projects,
+    # the apps connected to it, plugins, memberships, invites, domains, the users' current organization cleared, the
+    # organization, 14. the activity entry, 15. the transaction ends
+    with django_assert_num_queries(15):
         response = client.delete(f"/api/organizations/{doomed.id}/")
 
     assert response.status_code == 204, response.content
@@ -56,11 +56,11 @@ def test_project_delete(client, organization, django_assert_num_queries):
 
     # 1. the transaction opens, 2. the key, 3. the project's organization, 4. the organization's row lock (deletes are
     # serialized), 5. the project (+the caller's level), 6. the organization's row lock again (project_delete's),
-    # 7. another project of the organization, 8-12. Django's collector: the dashboards, insights, texts, batch exports
-    # and persons, 13-23. the events, event uuids, embed secrets, the project's secret keys, distinct ids, plugin
-    # configs, the event definitions, property definitions and their pairs, the users' current project cleared, the
-    # project, 24. the activity entry, 25. the transaction ends
-    with django_assert_num_queries(25):
+    # 7. another project of the organization, 8-14. Django's collector: the apps connected to it, the dashboards,
+    # insights, texts, batch exports, endpoints and persons, 15-25. the events, event uuids, embed secrets, the
+    # project's secret keys, distinct ids, plugin configs, the event definitions, property definitions and their pairs,
+    # the users' current project cleared, the project, 26. the activity entry, 27. the transaction ends
+    with django_assert_num_queries(27):
         response = client.delete(f"/api/projects/{second.pk}/")
 
     assert response.status_code == 204, response.content

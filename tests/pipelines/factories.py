@@ -6,6 +6,7 @@ from django.utils import timezone
 
 from pipelines.batch_exports.models import BatchExport, BatchExportBackfill, BatchExportRun, BatchExportRunLog
 from pipelines.clickhouse.models import SyncStream
+from pipelines.endpoints.models import Endpoint, EndpointVersion
 from pipelines.events.models import Event, EventDefinition, Person, PersonDistinctId, PropertyDefinition, PropertyType
 from pipelines.plugins.models import Plugin, PluginConfig, PluginSourceFile
 from tests.organizations.factories import OrganizationFactory, ProjectFactory
@@ -156,3 +157,21 @@ class SyncStreamFactory(factory.django.DjangoModelFactory):
     synced_at = factory.LazyFunction(timezone.now)
     error = "OperationalError: ClickHouse does not answer"
     error_at = factory.LazyFunction(timezone.now)
+
+
+class EndpointFactory(factory.django.DjangoModelFactory):
+    """An endpoint at version 1, whose first version is kept as publishing keeps it."""
+
+    class Meta:
+        model = Endpoint
+        skip_postgeneration_save = True
+
+    project = factory.SubFactory(ProjectFactory)
+    name = factory.Sequence(lambda n: f"endpoint-{n}")
+    query = factory.LazyFunction(lambda: {"kind": "HogQLQuery", "query": "SELECT count() FROM events"})
+    parameters = factory.LazyFunction(lambda: {"type": "object"})
+
+    @factory.post_generation
+    def first_version(self, create, extracted, **kwargs):
+        if create:
+            EndpointVersion.objects.create(endpoint=self, version=1, query=self.query, parameters=self.parameters)

@@ -1,5 +1,8 @@
+import datetime as dt
+
 from pipelines.batch_exports.models import BatchExportRun
 from pipelines.endpoints.services import endpoint_create
+from pipelines.query import flights
 from tests.pipelines.factories import (
     BatchExportBackfillFactory,
     BatchExportFactory,
@@ -33,8 +36,8 @@ ROUTES = [
     Route("GET", "/api/projects/{project_id}/persons/{person_id}/", "person:read", 200),
     # A query is a POST that only reads: `query:read`, as the reference has it.
     Route("POST", "/api/projects/{project_id}/query/", "query:read", 200, QUERY),
-    # The status URL of a computation that went on without its client: none has this id (a 404 past the scope).
-    Route("GET", "/api/projects/{project_id}/query/" + "0" * 32 + "/", "query:read", 404),
+    # The status URL of a computation that went on without its client (one still running: 202).
+    Route("GET", "/api/projects/{project_id}/query/{flight_id}/", "query:read", 202),
     Route("GET", EXPORTS, "batch_export:read", 200),
     Route("POST", EXPORTS, "batch_export:write", 201, NEW_EXPORT),
     Route("GET", EXPORT, "batch_export:read", 200),
@@ -140,6 +143,7 @@ def make_objects(*, user, organization, project) -> dict:
     empty = {"type": "object", "properties": {}}
     endpoint = endpoint_create(actor=user, project=project, name="matrix", query=QUERY["query"], parameters=empty)
     ids["endpoint_name"] = endpoint.name
+    ids["flight_id"] = flights.start(f"matrix:{project.pk}", project.pk, fresh_for=dt.timedelta(hours=1)).id
     for route_name, collection in COLLECTIONS.items():
         # latest_tag set so upgrade has somewhere to go.
         plugin = PluginFactory(organization=organization, collection=collection, latest_tag="2.0.0")

@@ -227,7 +227,10 @@ def test_csv_and_ndjson_by_format_or_accept(publish, reader, project, events):
 
 
 def test_a_hogql_result_is_paged(publish, reader, project, events):
-    query = {"kind": "HogQLQuery", "query": "SELECT properties.n AS n FROM events ORDER BY timestamp LIMIT 1000"}
+    query = {
+        "kind": "HogQLQuery",
+        "query": "SELECT properties.n AS n FROM events ORDER BY timestamp, properties.country LIMIT 1000",
+    }
     publish(name="rows", query=query, parameters={"type": "object"})
 
     first = reader.get(run_url(project, "rows", "limit=2")).json()
@@ -346,3 +349,22 @@ def test_head_answers_as_get_without_a_body(publish, reader, project, events):
     get = reader.get(run_url(project, query="country=DE"))
     head = reader.head(run_url(project, query="country=DE"))
     assert head.status_code == 200 and head.content == b"" and head["ETag"] == get["ETag"]
+
+
+def test_a_post_refuses_a_parameter_in_its_query_string(publish, reader, project, events):
+    publish()
+
+    response = reader.post(
+        run_url(project, query="country=FR&format=json"), {"parameters": {"country": "DE"}}, format="json"
+    )
+
+    assert response.status_code == 400
+    assert (response.json()["code"], response.json()["attr"]) == ("unknown_parameter", "/country")
+
+
+def test_a_blank_format_is_refused_rather_than_read_as_none(publish, reader, project, events):
+    publish()
+
+    response = reader.get(run_url(project, query="country=DE&format="))
+
+    assert (response.status_code, response.json()["attr"]) == (400, "format")
