@@ -694,14 +694,17 @@ class ClickHouse(Dialect):
         )
 
     def property_text(self, keys: Sequence[str]) -> exp.Expression:
-        """A JSON string unquoted; a number or a boolean as written, e.g. `5.5`, `true`."""
+        """A JSON string unquoted; a number or a boolean as written, e.g. `5.5`, `true`. The properties are parsed
+        once, for the value's own JSON (empty when it is missing), and only that value again when it is a string:
+        asking its type first parsed them twice."""
+        raw = _clickhouse_json("JSONExtractRaw", keys)
+        quoted = exp.Anonymous(this="startsWith", expressions=[raw.copy(), string('"')])
         return exp.Case(
-            this=_clickhouse_json("JSONType", keys),
             ifs=[
-                exp.If(this=string("Null"), true=exp.Null()),
-                exp.If(this=string("String"), true=_clickhouse_json("JSONExtractString", keys)),
+                exp.If(this=exp.In(this=raw.copy(), expressions=[string(""), string("null")]), true=exp.Null()),
+                exp.If(this=quoted, true=exp.Anonymous(this="JSONExtractString", expressions=[raw.copy()])),
             ],
-            default=_clickhouse_json("JSONExtractRaw", keys),
+            default=raw,
         )
 
     def property_number(self, keys: Sequence[str]) -> exp.Expression:
