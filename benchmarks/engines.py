@@ -15,7 +15,8 @@ each beside a floor measured in the same run.
    that ClickHouse holds every event once, then has it merge each table's parts (OPTIMIZE ... FINAL, what its
    background merges do soon after), untimed.
 3. Computes the four queries of benchmarks/queries.py (a 30-day daily trend, a 3-step funnel, a trend broken down by
-   `$browser`, an 8-week retention) in this process through `run_query` (what `/query/` runs, with the cache off:
+   `$browser`, an 8-week retention) and the daily trend counting persons (`dau`), or those whose name has a word of
+   `--only`, in this process through `run_query` (what `/query/` runs, with the cache off:
    `refresh` force_blocking), once with the events read from PostgreSQL and once from ClickHouse (CLICKHOUSE_URL set
    to the chDB folder, the ClickHouse dialect and its client, as the service runs them), each beside its floor:
    - PostgreSQL: the SELECT statements it runs, bare through psycopg (`make bench`'s query rows): for trends the
@@ -34,6 +35,8 @@ each beside a floor measured in the same run.
 
     make bench BENCH_ARGS="--engine clickhouse"                      # 10M events: 30-45 minutes on 2 cores
     make bench BENCH_ARGS="--engine clickhouse --scale 0.01"         # 100,000 events, a minute or two
+    make bench BENCH_ARGS="--engine clickhouse --scale 0.2 --only trends"                      # trends, 2M events
+    make bench BENCH_ARGS="--engine clickhouse --scale 0.2 --events-per-transaction 2000000"  # sync, one transaction
     .venv/bin/python benchmarks/run.py --engine clickhouse --scale 0.1 --query-runs 3
 """
 
