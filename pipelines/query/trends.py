@@ -236,7 +236,8 @@ class _Trend:
         that separate them, computed per event; a trailing window's overlap, so each event is joined to the table of
         the windows holding it, `(idx, lo, hi)`."""
         ranges = self._bucket_rows(window)
-        select = select.where(exp.and_(*self._in_range(ranges[0][0], ranges[-1][1])), copy=False)
+        first, last = min(lo for lo, _ in ranges), max(hi for _, hi in ranges)
+        select = select.where(exp.and_(*self._in_range(first, last)), copy=False)
         ts = column("timestamp")
         if self._consecutive(window):
             return select, self.dialect.interval_index(ts, [lo for lo, _ in ranges[1:]])
