@@ -312,10 +312,12 @@ class PostgreSQL(_Connected):
         return exp.cast(exp.AtTimeZone(this=value, zone=string(tz)), "DATE")
 
     def interval_index(self, value: exp.Expression, splits: Sequence[dt.datetime]) -> exp.Expression:
-        """`width_bucket(value, ARRAY[splits])`: PostgreSQL's own binary search over the splits."""
+        """`width_bucket(value, splits)`: PostgreSQL's own binary search over the splits, given as one array literal
+        (`'{…}'::timestamptz[]`: one node of the tree, however many intervals)."""
         if not splits:
             return number(0)
-        array = exp.Array(expressions=[self.timestamp(split) for split in splits])
+        moments = ",".join(split.astimezone(dt.UTC).isoformat() for split in splits)
+        array = exp.cast(string("{" + moments + "}"), exp.DataType.build("TIMESTAMPTZ[]", dialect="postgres"))
         return exp.Anonymous(this="width_bucket", expressions=[value, array])
 
     def epoch(self, value: exp.Expression) -> exp.Expression:
