@@ -57,6 +57,7 @@ CH_TOO_MANY_ROWS_OR_BYTES = 396
 # The most rows any statement of a kind returns: a trend's series at most MAX_CELLS (pipelines.query.limits), HogQL
 # its LIMIT (at most 10,000) and one more, a funnel one row, a retention one per cohort and period.
 MAX_RESULT_ROWS = MAX_CELLS
+WINDOWS = "windows"  # the alias of a trend's table of trailing windows (Dialect.windows_holding)
 # ClickHouse's interval lookup (ClickHouse.interval_index): at most this many cells, and a moment after any event.
 MAX_INTERVAL_CELLS = 100_000
 NEVER_MICROS = 2**62
@@ -125,6 +126,20 @@ class Dialect:
             return exp.Case(ifs=[exp.If(this=before, true=among(first, middle))], default=among(middle + 1, last))
 
         return among(0, len(splits))
+
+    def windows_holding(
+        self, select: exp.Select, value: exp.Expression, windows: Sequence[tuple[dt.datetime, dt.datetime]]
+    ) -> tuple[exp.Select, exp.Expression]:
+        """`select` with a row for each of the `windows` (`[lo, hi)`, both ends in order) that holds the moment
+        `value`, and the window's index: what a trend's trailing windows, which overlap, count their events by. Here
+        a join to the table of the windows, `(idx, lo, hi)`, on `lo <= value < hi`."""
+        rows = [(number(index), self.timestamp(lo), self.timestamp(hi)) for index, (lo, hi) in enumerate(windows)]
+        table = self.values_table(rows, WINDOWS, ["idx", "lo", "hi"])
+        on = exp.and_(
+            exp.GTE(this=value.copy(), expression=exp.column("lo", table=WINDOWS)),
+            exp.LT(this=value.copy(), expression=exp.column("hi", table=WINDOWS)),
+        )
+        return select.join(table, on=on, copy=False), exp.column("idx", table=WINDOWS)
 
     def values_table(self, rows: list[tuple[exp.Expression, ...]], alias: str, columns: list[str]) -> exp.Expression:
         """A table of literal rows, named `alias` with `columns`."""
@@ -779,6 +794,19 @@ class ClickHouse(Dialect):
         early = exp.LT(this=moment.copy(), expression=number(first))
         return exp.Anonymous(this="if", expressions=[early, number(0), index])
 
+    def windows_holding(
+        self, select: exp.Select, value: exp.Expression, windows: Sequence[tuple[dt.datetime, dt.datetime]]
+    ) -> tuple[exp.Select, exp.Expression]:
+        """No join (ClickHouse runs one on `lo <= value < hi` as a cross join, and a table of thousands of windows
+        is past the size of a statement): the windows holding a moment are those from the first that ends after it
+        to the last that starts at or before it, since both their ends come in order, so each event is repeated by
+        `arrayJoin(range(ended, started))`, two `interval_index` lookups (the windows that ended at or before it, the
+        windows that started at or before it)."""
+        ended = self.interval_index(value, [hi for _, hi in windows])
+        started = self.interval_index(value, [lo for lo, _ in windows])
+        indexes = exp.Anonymous(this="range", expressions=[_unsigned(ended), _unsigned(started)])
+        return select, exp.Anonymous(this="arrayJoin", expressions=[indexes])
+
     def epoch(self, value: exp.Expression) -> exp.Expression:
         """Seconds since 1970 as a double."""
         micros = exp.Anonymous(this="toUnixTimestamp64Micro", expressions=[value])
@@ -786,6 +814,10 @@ class ClickHouse(Dialect):
 
     def lower(self, value: exp.Expression) -> exp.Expression:
         return exp.Anonymous(this="lowerUTF8", expressions=[value])
+
+
+def _unsigned(value: exp.Expression) -> exp.Expression:
+    return exp.Anonymous(this="toUInt32", expressions=[value])
 
 
 def _micros(moment: dt.datetime) -> int:

@@ -4,8 +4,9 @@ The intervals are computed here, in the project's time zone (pipelines.query.dat
 moments that separate them: each event's interval is its index among them (the dialect's `interval_index`: a binary
 search, `width_bucket` on PostgreSQL, a balanced tree of CASEs elsewhere), so the database groups by interval without
 knowing any time zone, nor joining the events to a table of intervals (which ClickHouse runs as a cross join), and the
-same tree serves every engine. Only a trailing window (below), whose intervals overlap, joins the events to a table of
-literal rows `(idx, lo, hi)` on `lo <= timestamp < hi`. A `month` interval's first bucket counts from
+same tree serves every engine. A trailing window (below), whose intervals overlap, counts each event in every window
+holding it (the dialect's `windows_holding`: a join to a table of the windows, or on ClickHouse the event repeated
+by `arrayJoin`). A `month` interval's first bucket counts from
 the 1st even when the range starts later in the month, as the reference does (a week's, as the reference's, from the
 range's start).
 
@@ -44,7 +45,7 @@ from pipelines.query.errors import QueryError
 from pipelines.query.limits import ResultSize, max_result_bytes
 from pipelines.query.nodes import PROPERTY_MATHS, EventsNode, ParsedQuery, TrendsQuery
 from pipelines.query.properties import property_condition
-from pipelines.query.sql import column, number, project_events, string, with_persons
+from pipelines.query.sql import column, project_events, string, with_persons
 
 BREAKDOWN_OTHER = "$$_posthog_breakdown_other_$$"
 BREAKDOWN_NULL = "$$_posthog_breakdown_null_$$"
@@ -56,7 +57,6 @@ PEOPLE_MATHS = frozenset({"dau", *ACTIVE_WINDOW_DAYS})  # maths that count peopl
 BUCKETED_ACTIVE = {7: ("week", "month"), 30: ("month",)}
 # Displays that show one number per series over the whole range rather than a line: `aggregated_value`.
 AGGREGATED_DISPLAYS = frozenset({"BoldNumber", "ActionsPie", "ActionsBarValue", "ActionsTable", "WorldMap"})
-BUCKETS = "buckets"
 TOO_LARGE_ADVICE = (
     "use fewer series (series), a lower breakdown_limit (breakdownFilter.breakdown_limit), shorter names, or a longer "
     "interval or a shorter range (interval, dateRange)"
@@ -233,22 +233,15 @@ class _Trend:
     def _intervals(self, select: exp.Select, window: int | None) -> tuple[exp.Select, exp.Expression]:
         """`select` with what places each event in its interval, and the interval's index. Intervals that follow each
         other (every trend's but a trailing window's) place it by the dialect's `interval_index` over the moments
-        that separate them, computed per event; a trailing window's overlap, so each event is joined to the table of
-        the windows holding it, `(idx, lo, hi)`."""
+        that separate them, computed per event; a trailing window's overlap, so each event is counted in each window
+        holding it (the dialect's `windows_holding`)."""
         ranges = self._bucket_rows(window)
         first, last = min(lo for lo, _ in ranges), max(hi for _, hi in ranges)
         select = select.where(exp.and_(*self._in_range(first, last)), copy=False)
         ts = column("timestamp")
         if self._consecutive(window):
             return select, self.dialect.interval_index(ts, [lo for lo, _ in ranges[1:]])
-        timestamp = self.dialect.timestamp
-        rows = [(number(index), timestamp(lo), timestamp(hi)) for index, (lo, hi) in enumerate(ranges)]
-        buckets = self.dialect.values_table(rows, BUCKETS, ["idx", "lo", "hi"])
-        on = exp.and_(
-            exp.GTE(this=ts, expression=exp.column("lo", table=BUCKETS)),
-            exp.LT(this=ts.copy(), expression=exp.column("hi", table=BUCKETS)),
-        )
-        return select.join(buckets, on=on, copy=False), exp.column("idx", table=BUCKETS)
+        return self.dialect.windows_holding(select, ts, ranges)
 
     def _consecutive(self, window: int | None) -> bool:
         """Whether each interval ends where the next starts (every event in one of them), not a trailing window."""

@@ -104,10 +104,11 @@ def _statements(query: dict) -> list[str]:
         ("sum", "month", 0),
         ("dau", "day", 1),  # the distinct ids' persons
         ("weekly_active", "week", 1),  # a window as long as the interval: the interval's own people
-        ("weekly_active", "day", 2),  # trailing windows overlap: each event joined to the windows holding it
+        ("weekly_active", "day", 1),  # trailing windows overlap: each event repeated for the windows holding it
+        ("monthly_active", "hour", 1),
     ],
 )
-def test_a_trend_joins_its_events_to_intervals_only_where_they_overlap(math, interval, joins):
+def test_a_trend_on_clickhouse_joins_its_events_to_no_table_of_intervals(math, interval, joins):
     series = {"kind": "EventsNode", "event": "$pageview", "math": math}
     if math == "sum":
         series["math_property"] = "price"
@@ -116,4 +117,47 @@ def test_a_trend_joins_its_events_to_intervals_only_where_they_overlap(math, int
     [statement] = _statements(query)
 
     assert statement.count(" JOIN ") == joins
-    assert ("UNION ALL" in statement) is (joins == 2)
+    assert "UNION ALL" not in statement
+    assert ("arrayJoin(range(" in statement) is (interval in ("day", "hour") and math.endswith("_active"))
+
+
+def _windows(dialect, windows: list[tuple[dt.datetime, dt.datetime]], moments: list[dt.datetime]) -> list[set[int]]:
+    """The windows holding each moment, as the engine finds them (PROBES moments at a time)."""
+    holding = []
+    for first in range(0, len(moments), PROBES):
+        chunk = moments[first : first + PROBES]
+        probes = dialect.values_table(
+            [(number(n), dialect.timestamp(moment)) for n, moment in enumerate(chunk)], "probes", ["n", "moment"]
+        )
+        select, index = dialect.windows_holding(
+            exp.select().from_(probes), exp.column("moment", table="probes"), windows
+        )
+        found = [set() for _ in chunk]
+        for n, window in dialect.execute(select.select(exp.column("n", table="probes"), index.as_("i"))):
+            found[int(n)].add(int(window))
+        holding += found
+    return holding
+
+
+# Seven local days ending at each local midnight of a fortnight across the change to summer time, as `weekly_active`
+# by day counts them.
+TRAILING = [
+    ((hi.astimezone(PARIS) - dt.timedelta(days=7)).astimezone(dt.UTC), hi)
+    for hi in _local_midnights(dt.date(2024, 3, 24), 14)
+]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("engine", ["database", "clickhouse"])
+def test_each_engine_finds_every_trailing_window_holding_a_moment_and_no_other(engine):
+    deadline = Deadline.start()
+    dialect = (
+        dialect_for(connection, deadline=deadline)
+        if engine == "database"
+        else ClickHouse(chdb_execute, deadline=deadline)
+    )
+    moments = _probes(sorted({moment for window in TRAILING for moment in window}))
+
+    assert _windows(dialect, TRAILING, moments) == [
+        {index for index, (lo, hi) in enumerate(TRAILING) if lo <= moment < hi} for moment in moments
+    ]
