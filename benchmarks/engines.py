@@ -15,7 +15,8 @@ each beside a floor measured in the same run.
    that ClickHouse holds every event once, then has it merge each table's parts (OPTIMIZE ... FINAL, what its
    background merges do soon after), untimed.
 3. Computes the four queries of benchmarks/queries.py (a 30-day daily trend, a 3-step funnel, a trend broken down by
-   `$browser`, an 8-week retention) in this process through `run_query` (what `/query/` runs, with the cache off:
+   `$browser`, an 8-week retention) and the daily trend counting persons (`dau`), or those whose name has a word of
+   `--only`, in this process through `run_query` (what `/query/` runs, with the cache off:
    `refresh` force_blocking), once with the events read from PostgreSQL and once from ClickHouse (CLICKHOUSE_URL set
    to the chDB folder, the ClickHouse dialect and its client, as the service runs them), each beside its floor:
    - PostgreSQL: the SELECT statements it runs, bare through psycopg (`make bench`'s query rows): for trends the
@@ -34,6 +35,8 @@ each beside a floor measured in the same run.
 
     make bench BENCH_ARGS="--engine clickhouse"                      # 10M events: 30-45 minutes on 2 cores
     make bench BENCH_ARGS="--engine clickhouse --scale 0.01"         # 100,000 events, a minute or two
+    make bench BENCH_ARGS="--engine clickhouse --scale 0.2 --only trends"                      # trends, 2M events
+    make bench BENCH_ARGS="--engine clickhouse --scale 0.2 --events-per-transaction 2000000"  # sync, one transaction
     .venv/bin/python benchmarks/run.py --engine clickhouse --scale 0.1 --query-runs 3
 """
 
@@ -59,6 +62,21 @@ TRENDS_TARGET = 1.5  # a trend at most this many times its own statements run ba
 FUNNEL_TARGET = 1.5  # on ClickHouse, a funnel at most this many times one windowFunnel statement over its events
 WALKED_TARGET = 2.0  # a retention (and a funnel on PostgreSQL) at most this many times the rows it groups, read bare
 QUERY_TIMEOUT_MS = 900_000
+
+
+def _queries() -> dict[str, dict]:
+    """`make bench`'s query rows (benchmarks/queries.py), and the daily trend counting persons (`dau`): a count of
+    distinct people per interval, through the distinct ids' persons."""
+    from benchmarks import queries
+
+    daily = queries.QUERIES["trends 30 days daily"]
+    persons = {**daily, "series": [{**daily["series"][0], "math": "dau"}]}
+    rows = dict(queries.QUERIES)
+    rows = {name: rows[name] for name in list(rows)[:1]} | {"trends 30 days persons": persons} | rows
+    return rows
+
+
+QUERIES = _queries()
 
 
 @dataclass
@@ -98,8 +116,13 @@ class Row:
 def main(args) -> int:
     from benchmarks import run as bench
 
-    if args.reuse or args.only:
-        print("bench: --reuse and --only are the PostgreSQL bench's; --engine clickhouse seeds its own data anew")
+    if args.reuse:
+        print("bench: --reuse is the PostgreSQL bench's; --engine clickhouse seeds its own data anew")
+        return 2
+    words = [word.strip() for word in args.only.split(",") if word.strip()]
+    chosen = {name: query for name, query in QUERIES.items() if not words or any(word in name for word in words)}
+    if not chosen:
+        print(f"bench: no query row's name has any of {words}; the rows are {', '.join(QUERIES)}")
         return 2
     database_url = os.environ.get("DATABASE_URL") or bench.DEFAULT_DATABASE_URL
     started = time.monotonic()
@@ -122,16 +145,22 @@ def main(args) -> int:
     from benchmarks.seed import seed_events_at_scale
 
     clock = time.monotonic()
-    fixtures = seed_events_at_scale(events=events, people=people)
+    per_transaction = args.events_per_transaction
+    fixtures = seed_events_at_scale(events=events, people=people, per_transaction=per_transaction)
     bench.analyze()
-    print(f"seeded {events:,} events of {people:,} persons in PostgreSQL in {time.monotonic() - clock:.0f} s")
+    print(
+        f"seeded {events:,} events of {people:,} persons in PostgreSQL ({per_transaction:,} events a transaction) in "
+        f"{time.monotonic() - clock:.0f} s"
+    )
 
     clickhouse_url = f"chdb://{scratch / 'chdb'}"
     failures = 0
     sync_line, failed = sync(clickhouse_url, events=events, people=people)
     failures += failed
     print(sync_line)
-    rows, failed = measure_queries(clickhouse_url, fixtures["project_id"], database_url, runs=max(1, args.query_runs))
+    rows, failed = measure_queries(
+        clickhouse_url, fixtures["project_id"], database_url, chosen, runs=max(1, args.query_runs)
+    )
     failures += failed
 
     print()
@@ -238,15 +267,17 @@ def settings_batch_size() -> int:
 # --- the queries -------------------------------------------------------------------------------------------------
 
 
-def measure_queries(clickhouse_url: str, project_id: int, database_url: str, *, runs: int) -> tuple[list[Row], int]:
-    """Each query of benchmarks/queries.py on both engines beside its floors, alternating (module docstring, 3)."""
+def measure_queries(
+    clickhouse_url: str, project_id: int, database_url: str, chosen: dict[str, dict], *, runs: int
+) -> tuple[list[Row], int]:
+    """Each query of `chosen` on both engines beside its floors, alternating (module docstring, 3)."""
     from benchmarks import queries
     from organizations.models import Project
 
     project = Project.objects.get(pk=project_id)
     rows, failures = [], 0
     with queries.floor_connection(database_url) as connection:
-        for name, query in queries.QUERIES.items():
+        for name, query in chosen.items():
             clock = time.monotonic()
             try:
                 pair = [

@@ -144,6 +144,13 @@ def main() -> int:
         help="clickhouse: the events sync and the query rows on PostgreSQL and on ClickHouse (chDB) side by side, "
         "10M events at --scale 1 (benchmarks/engines.py) instead of the endpoints",
     )
+    parser.add_argument(
+        "--events-per-transaction",
+        type=int,
+        default=100_000,
+        help="--engine clickhouse: events the seed stores per transaction (capture's many small ones by default; "
+        "one huge transaction with --events-per-transaction at least the events' number)",
+    )
     args = parser.parse_args()
     if args.engine == "clickhouse":
         from benchmarks import engines

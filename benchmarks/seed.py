@@ -401,9 +401,11 @@ PROPERTIES = """jsonb_strip_nulls(jsonb_build_object(
     '$lib', 'posthog-python', 'plan', 'pro'))"""
 
 
-def seed_events(project_id: int, count: int, *, people: int = PEOPLE) -> None:
+def seed_events(
+    project_id: int, count: int, *, people: int = PEOPLE, per_transaction: int = EVENTS_PER_TRANSACTION
+) -> None:
     """`count` events over the last 60 days, and their uuids: INSERT ... SELECT, the events in transactions of
-    EVENTS_PER_TRANSACTION.
+    `per_transaction` (EVENTS_PER_TRANSACTION unless told).
 
     `people` people (`user-<n>`, 5,000 unless told), each sending one event in `people` in turn. What the query
     layer's rows compute over them must mean something: two thirds of the events are `$pageview`s and a third
@@ -448,8 +450,8 @@ def seed_events(project_id: int, count: int, *, people: int = PEOPLE) -> None:
         "people": people,
         "defaults": orjson.dumps(events.default_row()).decode(),
     }
-    for first in range(1, count + 1, EVENTS_PER_TRANSACTION):
-        last = min(count, first + EVENTS_PER_TRANSACTION - 1)
+    for first in range(1, count + 1, per_transaction):
+        last = min(count, first + per_transaction - 1)
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute(
                 f"""
@@ -474,17 +476,17 @@ def seed_events(project_id: int, count: int, *, people: int = PEOPLE) -> None:
         )
 
 
-def seed_events_at_scale(*, events: int, people: int) -> dict:
+def seed_events_at_scale(*, events: int, people: int, per_transaction: int = EVENTS_PER_TRANSACTION) -> dict:
     """The data of the events bench (benchmarks/engines.py): an owner, an organization with its first project, and in
-    it `events` events of `people` people as seed_events writes them, each person with its distinct id
-    (seed_persons). Nothing else: the engines' rows read only events and persons."""
+    it `events` events of `people` people as seed_events writes them (`per_transaction` in each transaction), each
+    person with its distinct id (seed_persons). Nothing else: the engines' rows read only events and persons."""
     from organizations.services import organization_create
     from workspace.models import User
 
     owner = User.objects.create_user("bench@example.com", "bench-password", first_name="Bench", last_name="Owner")
     organization = organization_create(actor=owner, name="Bench")
     project = organization.projects.get()
-    seed_events(project.pk, events, people=people)
+    seed_events(project.pk, events, people=people, per_transaction=per_transaction)
     seed_persons(project.pk, people)
     return {"organization_id": str(organization.pk), "project_id": project.pk}
 

@@ -22,7 +22,9 @@ the time left, memory, the result's rows and bytes), to the executor it is given
 in the database (`sequences`).
 """
 
+import bisect
 import datetime as dt
+import itertools
 import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -55,6 +57,10 @@ CH_TOO_MANY_ROWS_OR_BYTES = 396
 # The most rows any statement of a kind returns: a trend's series at most MAX_CELLS (pipelines.query.limits), HogQL
 # its LIMIT (at most 10,000) and one more, a funnel one row, a retention one per cohort and period.
 MAX_RESULT_ROWS = MAX_CELLS
+WINDOWS = "windows"  # the alias of a trend's table of trailing windows (Dialect.windows_holding)
+# ClickHouse's interval lookup (ClickHouse.interval_index): at most this many cells, and a moment after any event.
+MAX_INTERVAL_CELLS = 100_000
+NEVER_MICROS = 2**62
 SQLITE_LOWER = "unicode_lower"  # the function lower() registers on SQLite connections
 SQLITE_PROGRESS_STEPS = 10_000  # virtual-machine instructions between two looks at the clock
 # LIKE's wildcards as GLOB's, and GLOB's own wildcards made literal.
@@ -103,6 +109,37 @@ class Dialect:
     def epoch(self, value: exp.Expression) -> exp.Expression:
         """A moment read from `events.timestamp` as what a walk over rows compares (see `seconds`)."""
         raise NotImplementedError
+
+    def interval_index(self, value: exp.Expression, splits: Sequence[dt.datetime]) -> exp.Expression:
+        """Which of consecutive intervals holds a moment, the first ending at `splits[0]`, each next one at the next
+        split (`splits` in order, the last interval open-ended): how many splits are at or before it, from 0. What a
+        trend groups its events by, computed per event, so that no engine joins the events to a table of intervals.
+
+        Here a balanced tree of CASEs over the splits, each a literal moment: a value is compared with log2 of their
+        number, however many intervals there are."""
+
+        def among(first: int, last: int) -> exp.Expression:  # the index, for a value within splits[first - 1:last]
+            if first == last:
+                return number(first)
+            middle = (first + last) // 2
+            before = exp.LT(this=value.copy(), expression=self.timestamp(splits[middle]))
+            return exp.Case(ifs=[exp.If(this=before, true=among(first, middle))], default=among(middle + 1, last))
+
+        return among(0, len(splits))
+
+    def windows_holding(
+        self, select: exp.Select, value: exp.Expression, windows: Sequence[tuple[dt.datetime, dt.datetime]]
+    ) -> tuple[exp.Select, exp.Expression]:
+        """`select` with a row for each of the `windows` (`[lo, hi)`, both ends in order) that holds the moment
+        `value`, and the window's index: what a trend's trailing windows, which overlap, count their events by. Here
+        a join to the table of the windows, `(idx, lo, hi)`, on `lo <= value < hi`."""
+        rows = [(number(index), self.timestamp(lo), self.timestamp(hi)) for index, (lo, hi) in enumerate(windows)]
+        table = self.values_table(rows, WINDOWS, ["idx", "lo", "hi"])
+        on = exp.and_(
+            exp.GTE(this=value.copy(), expression=exp.column("lo", table=WINDOWS)),
+            exp.LT(this=value.copy(), expression=exp.column("hi", table=WINDOWS)),
+        )
+        return select.join(table, on=on, copy=False), exp.column("idx", table=WINDOWS)
 
     def values_table(self, rows: list[tuple[exp.Expression, ...]], alias: str, columns: list[str]) -> exp.Expression:
         """A table of literal rows, named `alias` with `columns`."""
@@ -288,6 +325,15 @@ class PostgreSQL(_Connected):
 
     def to_date(self, value: exp.Expression, tz: str) -> exp.Expression:
         return exp.cast(exp.AtTimeZone(this=value, zone=string(tz)), "DATE")
+
+    def interval_index(self, value: exp.Expression, splits: Sequence[dt.datetime]) -> exp.Expression:
+        """`width_bucket(value, splits)`: PostgreSQL's own binary search over the splits, given as one array literal
+        (`'{…}'::timestamptz[]`: one node of the tree, however many intervals)."""
+        if not splits:
+            return number(0)
+        moments = ",".join(split.astimezone(dt.UTC).isoformat() for split in splits)
+        array = exp.cast(string("{" + moments + "}"), exp.DataType.build("TIMESTAMPTZ[]", dialect="postgres"))
+        return exp.Anonymous(this="width_bucket", expressions=[value, array])
 
     def epoch(self, value: exp.Expression) -> exp.Expression:
         """Seconds since 1970 as a double (`date_part`, exact to the microsecond)."""
@@ -665,14 +711,17 @@ class ClickHouse(Dialect):
         )
 
     def property_text(self, keys: Sequence[str]) -> exp.Expression:
-        """A JSON string unquoted; a number or a boolean as written, e.g. `5.5`, `true`."""
+        """A JSON string unquoted; a number or a boolean as written, e.g. `5.5`, `true`. The properties are parsed
+        once, for the value's own JSON (empty when it is missing), and only that value again when it is a string:
+        asking its type first parsed them twice."""
+        raw = _clickhouse_json("JSONExtractRaw", keys)
+        quoted = exp.Anonymous(this="startsWith", expressions=[raw.copy(), string('"')])
         return exp.Case(
-            this=_clickhouse_json("JSONType", keys),
             ifs=[
-                exp.If(this=string("Null"), true=exp.Null()),
-                exp.If(this=string("String"), true=_clickhouse_json("JSONExtractString", keys)),
+                exp.If(this=exp.In(this=raw.copy(), expressions=[string(""), string("null")]), true=exp.Null()),
+                exp.If(this=quoted, true=exp.Anonymous(this="JSONExtractString", expressions=[raw.copy()])),
             ],
-            default=_clickhouse_json("JSONExtractRaw", keys),
+            default=raw,
         )
 
     def property_number(self, keys: Sequence[str]) -> exp.Expression:
@@ -706,6 +755,58 @@ class ClickHouse(Dialect):
             this="toDate", expressions=[exp.Anonymous(this="toTimeZone", expressions=[value, string(tz)])]
         )
 
+    def interval_index(self, value: exp.Expression, splits: Sequence[dt.datetime]) -> exp.Expression:
+        """A lookup rather than a search: ClickHouse evaluates every branch of a tree of CASEs for every row (masked),
+        so a tree over an hourly month's 744 splits costs 15 times the statement's read. Instead the time from the
+        first split is cut into cells as long as the shortest interval, so that no cell holds two distinct splits,
+        and an event's cell, a division away, gives from two constant arrays how many splits come before the cell
+        and the one inside it: `before[cell] + (micros >= inside[cell]) * at[cell]` (`at`: how many splits fall on
+        that moment, 1 but where a local day does not exist). One step per event, however many intervals."""
+        if not splits:
+            return number(0)
+        micros = [_micros(split) for split in splits]
+        first = micros[0]
+        gaps = (later - earlier for earlier, later in itertools.pairwise(micros) if later > earlier)
+        cell = min(gaps, default=1)
+        cells = (micros[-1] - first) // cell + 1
+        if cells > MAX_INTERVAL_CELLS:  # intervals of very unequal lengths: the tree
+            return super().interval_index(value, splits)
+        before, inside, at = [], [], []
+        for start in range(first, first + cells * cell, cell):
+            counted = bisect.bisect_right(micros, start)
+            within = micros[counted] if counted < len(micros) and micros[counted] < start + cell else None
+            before.append(counted)
+            inside.append(within if within is not None else NEVER_MICROS)
+            at.append(bisect.bisect_right(micros, within) - counted if within is not None else 0)
+        moment = exp.Anonymous(this="toUnixTimestamp64Micro", expressions=[value])
+        since = exp.Sub(this=moment, expression=number(first))
+        offset = exp.Anonymous(this="intDiv", expressions=[since, number(cell)])
+        position = exp.Add(
+            this=exp.Anonymous(this="least", expressions=[offset, number(cells - 1)]), expression=number(1)
+        )
+
+        def element(values: list[int]) -> exp.Expression:
+            array = exp.Array(expressions=[number(item) for item in values])
+            return exp.Anonymous(this="arrayElement", expressions=[array, position.copy()])
+
+        passed = exp.Paren(this=exp.GTE(this=moment.copy(), expression=element(inside)))
+        index = exp.Add(this=element(before), expression=exp.Mul(this=passed, expression=element(at)))
+        early = exp.LT(this=moment.copy(), expression=number(first))
+        return exp.Anonymous(this="if", expressions=[early, number(0), index])
+
+    def windows_holding(
+        self, select: exp.Select, value: exp.Expression, windows: Sequence[tuple[dt.datetime, dt.datetime]]
+    ) -> tuple[exp.Select, exp.Expression]:
+        """No join (ClickHouse runs one on `lo <= value < hi` as a cross join, and a table of thousands of windows
+        is past the size of a statement): the windows holding a moment are those from the first that ends after it
+        to the last that starts at or before it, since both their ends come in order, so each event is repeated by
+        `arrayJoin(range(ended, started))`, two `interval_index` lookups (the windows that ended at or before it, the
+        windows that started at or before it)."""
+        ended = self.interval_index(value, [hi for _, hi in windows])
+        started = self.interval_index(value, [lo for lo, _ in windows])
+        indexes = exp.Anonymous(this="range", expressions=[_unsigned(ended), _unsigned(started)])
+        return select, exp.Anonymous(this="arrayJoin", expressions=[indexes])
+
     def epoch(self, value: exp.Expression) -> exp.Expression:
         """Seconds since 1970 as a double."""
         micros = exp.Anonymous(this="toUnixTimestamp64Micro", expressions=[value])
@@ -713,6 +814,15 @@ class ClickHouse(Dialect):
 
     def lower(self, value: exp.Expression) -> exp.Expression:
         return exp.Anonymous(this="lowerUTF8", expressions=[value])
+
+
+def _unsigned(value: exp.Expression) -> exp.Expression:
+    return exp.Anonymous(this="toUInt32", expressions=[value])
+
+
+def _micros(moment: dt.datetime) -> int:
+    """Microseconds since 1970, as `toUnixTimestamp64Micro` counts them."""
+    return (moment - EPOCH) // dt.timedelta(microseconds=1)
 
 
 def _setting(value: int | float | str) -> exp.Expression:

@@ -1,8 +1,12 @@
 """TrendsQuery: each series' events counted (or their users, or a property aggregated) per interval.
 
-The intervals are computed here, in the project's time zone (pipelines.query.dates), and enter the query as a table
-of literal rows `(idx, lo, hi)` joined to the events on `lo <= timestamp < hi`: the database groups by interval
-without knowing any time zone, and the same tree serves every engine. A `month` interval's first bucket counts from
+The intervals are computed here, in the project's time zone (pipelines.query.dates), and enter the query as the
+moments that separate them: each event's interval is its index among them (the dialect's `interval_index`: a binary
+search, `width_bucket` on PostgreSQL, a balanced tree of CASEs elsewhere), so the database groups by interval without
+knowing any time zone, nor joining the events to a table of intervals (which ClickHouse runs as a cross join), and the
+same tree serves every engine. A trailing window (below), whose intervals overlap, counts each event in every window
+holding it (the dialect's `windows_holding`: a join to a table of the windows, or on ClickHouse the event repeated
+by `arrayJoin`). A `month` interval's first bucket counts from
 the 1st even when the range starts later in the month, as the reference does (a week's, as the reference's, from the
 range's start).
 
@@ -41,7 +45,7 @@ from pipelines.query.errors import QueryError
 from pipelines.query.limits import ResultSize, max_result_bytes
 from pipelines.query.nodes import PROPERTY_MATHS, EventsNode, ParsedQuery, TrendsQuery
 from pipelines.query.properties import property_condition
-from pipelines.query.sql import column, number, project_events, string, with_persons
+from pipelines.query.sql import column, project_events, string, with_persons
 
 BREAKDOWN_OTHER = "$$_posthog_breakdown_other_$$"
 BREAKDOWN_NULL = "$$_posthog_breakdown_null_$$"
@@ -53,7 +57,6 @@ PEOPLE_MATHS = frozenset({"dau", *ACTIVE_WINDOW_DAYS})  # maths that count peopl
 BUCKETED_ACTIVE = {7: ("week", "month"), 30: ("month",)}
 # Displays that show one number per series over the whole range rather than a line: `aggregated_value`.
 AGGREGATED_DISPLAYS = frozenset({"BoldNumber", "ActionsPie", "ActionsBarValue", "ActionsTable", "WorldMap"})
-BUCKETS = "buckets"
 TOO_LARGE_ADVICE = (
     "use fewer series (series), a lower breakdown_limit (breakdownFilter.breakdown_limit), shorter names, or a longer "
     "interval or a shorter range (interval, dateRange)"
@@ -227,32 +230,41 @@ class _Trend:
             los[0] = min(los[0], self.buckets[0].start.astimezone(dt.UTC))
         return los
 
+    def _intervals(self, select: exp.Select, window: int | None) -> tuple[exp.Select, exp.Expression]:
+        """`select` with what places each event in its interval, and the interval's index. Intervals that follow each
+        other (every trend's but a trailing window's) place it by the dialect's `interval_index` over the moments
+        that separate them, computed per event; a trailing window's overlap, so each event is counted in each window
+        holding it (the dialect's `windows_holding`)."""
+        ranges = self._bucket_rows(window)
+        first, last = min(lo for lo, _ in ranges), max(hi for _, hi in ranges)
+        select = select.where(exp.and_(*self._in_range(first, last)), copy=False)
+        ts = column("timestamp")
+        if self._consecutive(window):
+            return select, self.dialect.interval_index(ts, [lo for lo, _ in ranges[1:]])
+        return self.dialect.windows_holding(select, ts, ranges)
+
+    def _consecutive(self, window: int | None) -> bool:
+        """Whether each interval ends where the next starts (every event in one of them), not a trailing window."""
+        return window is None or self.query.interval in BUCKETED_ACTIVE.get(window, ())
+
     def _values(self, series: EventsNode, conditions, window: int | None, *, breakdown) -> dict:
         """{breakdown value (None without one): {interval index: value}}."""
-        ranges = self._bucket_rows(window)
-        timestamp = self.dialect.timestamp
-        rows = [(number(index), timestamp(lo), timestamp(hi)) for index, (lo, hi) in enumerate(ranges)]
-        buckets = self.dialect.values_table(rows, BUCKETS, ["idx", "lo", "hi"])
-        ts = column("timestamp")
-        on = exp.and_(
-            exp.GTE(this=ts, expression=exp.column("lo", table=BUCKETS)),
-            exp.LT(this=ts.copy(), expression=exp.column("hi", table=BUCKETS)),
-        )
-        idx = exp.column("idx", table=BUCKETS)
-        where = exp.and_(
-            *self._in_range(min(lo for lo, _ in ranges), max(hi for _, hi in ranges)), *(c.copy() for c in conditions)
-        )
+        select, idx = self._intervals(exp.select().from_(self.table.copy()), window)
+        where = exp.and_(*(c.copy() for c in conditions)) if conditions else None
         keys = [idx, *([breakdown] if breakdown is not None else [])]
+        # An index that is one number (a single interval) is not grouped by: engines read a number there as the
+        # position of a selected column.
+        grouped = [key for key in keys if not isinstance(key, exp.Literal)]
         percentile = PERCENTILES.get(series.math)
         if percentile is not None and not self.dialect.percentiles:
             value = self.dialect.property_number([series.math_property])
             select = (
-                exp.select(*(key.copy() for key in keys), value.as_("value"))
-                .from_(self.table.copy())
-                .join(buckets, on=on)
-                .where(exp.and_(where, exp.Not(this=exp.Is(this=value.copy(), expression=exp.Null()))))
-                .order_by(*(key.copy() for key in keys), value.copy())
+                select.select(*(key.copy() for key in keys), value.as_("value"))
+                .where(exp.Not(this=exp.Is(this=value.copy(), expression=exp.Null())))
+                .order_by(*(key.copy() for key in grouped), value.copy())
             )
+            if where is not None:
+                select = select.where(where)
             samples: dict = defaultdict(lambda: defaultdict(list))
             for row in self.dialect.execute(select):
                 samples[row[1] if breakdown is not None else None][row[0]].append(row[-1])
@@ -260,13 +272,11 @@ class _Trend:
                 name: {index: _percentile_cont(values, percentile) for index, values in by_index.items()}
                 for name, by_index in samples.items()
             }
-        select = (
-            exp.select(*(key.copy() for key in keys), self._aggregate(series).as_("value"))
-            .from_(self.table.copy())
-            .join(buckets, on=on)
-            .where(where)
-            .group_by(*(key.copy() for key in keys))
-        )
+        select = select.select(*(key.copy() for key in keys), self._aggregate(series).as_("value"))
+        if where is not None:
+            select = select.where(where)
+        if grouped:
+            select = select.group_by(*(key.copy() for key in grouped))
         if series.math in PEOPLE_MATHS:
             select = with_persons(select, self.project_id)
         values: dict = defaultdict(dict)

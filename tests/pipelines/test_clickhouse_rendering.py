@@ -103,7 +103,7 @@ def test_the_rendering_reads_the_clickhouse_events_table_under_the_projects_filt
 
     [sql] = statements
     assert f'FROM "events" AS "events" WHERE "events"."project_id" = {project.pk} AND' in sql
-    assert 'JSONExtractString("events"."properties", \'$browser\')' in sql
+    assert 'JSONExtractRaw("events"."properties", \'$browser\')' in sql
     assert re.search(r" SETTINGS readonly = 2, max_execution_time = [\d.]+, max_memory_usage = \d+, ", sql)
     assert "pipelines_event" not in sql
 

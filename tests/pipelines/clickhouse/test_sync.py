@@ -10,12 +10,12 @@ import uuid
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
-from django.db import DatabaseError, connection, connections
+from django.db import DatabaseError, connection, connections, transaction
 
 from pipelines.clickhouse import client as clickhouse_client
 from pipelines.clickhouse import sync
 from pipelines.clickhouse.models import DistinctIdChange, SyncStream
-from pipelines.clickhouse.sources import EVENTS
+from pipelines.clickhouse.sources import EVENTS, ORDERED_READ, source_for
 from pipelines.events.models import Event, PersonDistinctId
 from tests.faults import closed_port
 from tests.pipelines.clickhouse.conftest import capture, rows
@@ -395,3 +395,37 @@ def test_the_first_start_logs_every_distinct_id_a_chunk_at_a_time_and_goes_on_af
     assert persons_now["id-0"] == str(persons[6].uuid)
     versions = rows(clickhouse, "SELECT version FROM person_distinct_ids FINAL WHERE distinct_id = 'id-0'")
     assert versions[0][0] > 0  # the logged change, above the first logging's negative version
+
+
+@pytest.mark.requires_postgres
+def test_one_large_transaction_is_read_in_the_indexs_order_a_batch_at_a_time(clickhouse, project):
+    """Events stored in one transaction share its sync_xid, and the statistics gathered since say there is nothing
+    past a position inside it: each batch still walks the index from its position (no plan that reads and sorts every
+    row left), and the rows land once each."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            'INSERT INTO pipelines_event (uuid, project_id, event, distinct_id, properties, "timestamp", inserted_at) '
+            "SELECT gen_random_uuid(), %s, 'bulk', 'user-' || (n %% 7), '{}', "
+            "timestamptz '2026-11-02 00:00:00+00' + make_interval(secs => n), statement_timestamp() "
+            "FROM generate_series(1, 3000) AS n",
+            [project.pk],
+        )
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE pipelines_event")
+    middle = Event.objects.order_by("id")[1500]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT sync_xid::text::bigint FROM pipelines_event WHERE id = %s", [middle.id])
+        [xid] = cursor.fetchone()
+    source = source_for("postgresql")
+    select = source.select(EVENTS, (xid, middle.id), limit=1000)
+
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(ORDERED_READ)
+        cursor.execute(f"EXPLAIN {select}")
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+
+    assert "Sort" not in plan.replace("Sort Key", ""), plan
+    assert "Index Scan" in plan, plan
+    assert sync.sync_all(limit=1000)["events"] == 3000
+    assert rows(clickhouse, "SELECT count(), uniqExact(id) FROM events") == [(3000, 3000)]
+    assert_synced(clickhouse)

@@ -162,6 +162,26 @@ def test_active_users_with_a_week_or_month_interval_count_the_bucket(run, projec
     assert result["data"] == data
 
 
+def test_weekly_active_by_the_hour_over_90_days_counts_each_window(run, project):
+    """2,160 trailing windows, each the 7 days up to the end of its hour: on ClickHouse a table of that many windows
+    was past the size of a statement."""
+    add_event(project, "2024-03-01T10:30:00Z", distinct_id="u1")
+    add_event(project, "2024-03-05T10:30:00Z", distinct_id="u2")
+    date_range = {"date_from": "2024-01-01", "date_to": "2024-03-30", "explicitDate": True}
+
+    result = only(run(trends(series(math="weekly_active"), interval="hour", dateRange=date_range)))
+
+    hours = result["days"]
+    assert len(hours) == 2160
+    data = dict(zip(hours, result["data"], strict=True))
+    assert data["2024-03-01 09:00:00"] == 0
+    assert data["2024-03-01 10:00:00"] == 1  # its window ends at 11:00
+    assert data["2024-03-05 10:00:00"] == 2
+    assert data["2024-03-08 10:00:00"] == 1  # u1's event is past the 7 days
+    assert data["2024-03-12 10:00:00"] == 0
+    assert sum(result["data"]) == 2 * 7 * 24
+
+
 def test_a_month_interval_starts_its_first_bucket_on_the_first(run, project):
     add_event(project, "2024-03-02T12:00:00Z")  # before the range, in its first month
     add_event(project, "2024-03-20T12:00:00Z")
