@@ -1,0 +1,173 @@
+"""The MCP protocol, spoken by the official SDK: one JSON-RPC exchange per HTTP request, no session kept.
+
+The service is WSGI; the SDK is asynchronous. A request's exchange runs on an event loop of its own
+(`asgiref.sync.async_to_sync`, as Django runs async code from sync views) through the SDK's Streamable HTTP manager
+in stateless JSON mode, so any process answers any request. A tool call goes back to the request's own thread
+(`sync_to_async(thread_sensitive=True)`), where it uses that thread's database connection as any view does.
+"""
+
+import json
+from contextvars import ContextVar
+from dataclasses import dataclass
+from functools import lru_cache
+
+import mcp_types as types
+from asgiref.sync import async_to_sync, sync_to_async
+from mcp.server.lowlevel.server import Server
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+from workspace.mcp import dispatch
+from workspace.mcp.tools import Tool, catalogue
+
+SERVER_NAME = "analytics-workspace"
+INSTRUCTIONS = (
+    "Tools are the operations of this service's REST API (its OpenAPI description at /api/schema/). Project tools "
+    "take `project_id` (an id, or @current for the person's current project); organization tools take "
+    "`organization_id` (or @current). Errors come back as results with the HTTP status, type, code, detail and attr."
+)
+
+
+@dataclass
+class Caller:
+    """Who the exchange is for: the authenticated user and credential, the MCP request's WSGI environment, and
+    whether only read tools may be listed and called."""
+
+    user: object
+    auth: object
+    environ: dict
+    read_only: bool
+
+    def tools(self) -> list[Tool]:
+        return [tool for tool in catalogue().values() if tool.read_only or not self.read_only]
+
+
+caller: ContextVar[Caller] = ContextVar("mcp_caller")
+
+
+def as_mcp_tool(tool: Tool) -> types.Tool:
+    return types.Tool(
+        name=tool.name,
+        description=tool.description,
+        input_schema=tool.input_schema,
+        annotations=types.ToolAnnotations(
+            read_only_hint=tool.annotations["readOnlyHint"],
+            destructive_hint=tool.annotations["destructiveHint"],
+            idempotent_hint=tool.annotations["idempotentHint"],
+            open_world_hint=tool.annotations["openWorldHint"],
+        ),
+        meta={"required_scopes": list(tool.required_scopes)},
+    )
+
+
+def error_result(status: int | None, body: dict, headers: dict | None = None) -> types.CallToolResult:
+    """A refusal an agent can read and act on: the HTTP status, the error body (type, code, detail, attr) and the
+    headers that say when to retry."""
+    error = {"status": status, **body}
+    if headers and headers.get("Retry-After"):
+        error["retry_after"] = headers["Retry-After"]
+    for name, value in (headers or {}).items():
+        if name.startswith("RateLimit-"):
+            error[name.lower().replace("-", "_")] = value
+    return types.CallToolResult(
+        content=[types.TextContent(text=json.dumps(error))], structured_content=error, is_error=True
+    )
+
+
+def call_tool(name: str, arguments: dict) -> types.CallToolResult:
+    """Run in the request's thread: the operation's view answers."""
+    current = caller.get()
+    tool = catalogue().get(name)
+    if tool is None:
+        return error_result(None, {"type": "invalid_request", "code": "unknown_tool", "detail": f"No tool {name!r}."})
+    if not tool.read_only and current.read_only:
+        return error_result(
+            403,
+            {
+                "type": "authentication_error",
+                "code": "read_only",
+                "detail": f"{name} changes data, and this connection is read-only.",
+                "attr": None,
+            },
+        )
+    if arguments.get("dry_run") and not tool.dry_run and not tool.read_only:
+        return error_result(
+            400,
+            {
+                "type": "validation_error",
+                "code": "dry_run_unsupported",
+                "detail": f"{name} cannot validate without acting; nothing was changed.",
+                "attr": "dry_run",
+            },
+        )
+    try:
+        status, headers, content = dispatch.call(
+            tool, arguments, environ=current.environ, user=current.user, auth=current.auth
+        )
+    except dispatch.ArgumentError as error:
+        return error_result(
+            400, {"type": "validation_error", "code": "required", "detail": error.detail, "attr": error.attr}
+        )
+    try:
+        body = json.loads(content) if content else None
+    except ValueError:
+        body = content.decode(errors="replace")
+    if status >= 400:
+        return error_result(status, body if isinstance(body, dict) else {"detail": body}, headers)
+    text = content.decode(errors="replace") if content else json.dumps({"status": status})
+    return types.CallToolResult(
+        content=[types.TextContent(text=text)],
+        structured_content=body if isinstance(body, dict) else None,
+    )
+
+
+async def on_list_tools(ctx, params) -> types.ListToolsResult:
+    return types.ListToolsResult(tools=[as_mcp_tool(tool) for tool in caller.get().tools()])
+
+
+async def on_call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
+    return await sync_to_async(call_tool, thread_sensitive=True)(params.name, dict(params.arguments or {}))
+
+
+@lru_cache(maxsize=1)
+def server() -> Server:
+    return Server(
+        SERVER_NAME, version="1", instructions=INSTRUCTIONS, on_list_tools=on_list_tools, on_call_tool=on_call_tool
+    )
+
+
+@dataclass
+class Answer:
+    status: int
+    headers: list[tuple[str, str]]
+    body: bytes
+
+
+async def exchange_async(scope: dict, body: bytes, who: Caller) -> Answer:
+    caller.set(who)
+    manager = StreamableHTTPSessionManager(server(), json_response=True, stateless=True)
+    received = False
+
+    async def receive():
+        nonlocal received
+        if received:
+            return {"type": "http.disconnect"}
+        received = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    answer = Answer(500, [], b"")
+
+    async def send(message):
+        if message["type"] == "http.response.start":
+            answer.status = message["status"]
+            answer.headers = [(name.decode("latin-1"), value.decode("latin-1")) for name, value in message["headers"]]
+        elif message["type"] == "http.response.body":
+            answer.body += message.get("body", b"")
+
+    async with manager.run():
+        await manager.handle_request(scope, receive, send)
+    return answer
+
+
+def exchange(scope: dict, body: bytes, who: Caller) -> Answer:
+    """One MCP HTTP request answered by the SDK (from a sync view)."""
+    return async_to_sync(exchange_async)(scope, body, who)
