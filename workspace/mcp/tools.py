@@ -26,7 +26,6 @@ REFERENCE_NAMES = {
     "projects_insights_retrieve": "insight-get",
     "projects_insights_create": "insight-create-from-query",
     "projects_insights_partial_update": "insight-update",
-    "projects_insights_destroy": "insight-delete",
     "projects_query_create": "query-run",
     "organizations_list": "organizations-get",
     "organizations_retrieve": "organization-details-get",
@@ -187,15 +186,20 @@ def build_tool(path: str, method: str, operation: dict, components: dict, *, nam
     )
 
 
+def succeeds(operation: dict) -> bool:
+    return any(str(status).startswith("2") for status in operation.get("responses", {}))
+
+
 def tools_from_schema(schema: dict) -> dict[str, Tool]:
-    """Every operation of `schema` as a tool, by name. A PUT beside a PATCH of the same path is left out: it is the
-    same update with every field required, one more tool for an agent to tell apart and nothing it can do more."""
+    """Every operation of `schema` as a tool, by name. Left out: a PUT beside a PATCH of the same path (the same
+    update with every field required: one more tool for an agent to tell apart, and nothing it can do more), and an
+    operation that never succeeds (a hard delete the API refuses, always a 405)."""
     components = schema.get("components", {}).get("schemas", {})
     tools: dict[str, Tool] = {}
     for path, operations in schema.get("paths", {}).items():
         for method in METHODS:
             operation = operations.get(method)
-            if operation is None or (method == "put" and "patch" in operations):
+            if operation is None or (method == "put" and "patch" in operations) or not succeeds(operation):
                 continue
             name = tool_name(operation["operationId"])
             if name in tools:
