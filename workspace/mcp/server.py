@@ -107,17 +107,15 @@ def call_tool(name: str, arguments: dict) -> types.CallToolResult:
         return error_result(
             400, {"type": "validation_error", "code": "required", "detail": error.detail, "attr": error.attr}
         )
-    try:
-        body = json.loads(content) if content else None
-    except ValueError:
-        body = content.decode(errors="replace")
     if status >= 400:
+        try:
+            body = json.loads(content) if content else {}
+        except ValueError:
+            body = {"detail": content.decode(errors="replace")}
         return error_result(status, body if isinstance(body, dict) else {"detail": body}, headers)
+    # The answer as the REST API gave it, JSON text: parsed again into structured content it would only cost time.
     text = content.decode(errors="replace") if content else json.dumps({"status": status})
-    return types.CallToolResult(
-        content=[types.TextContent(text=text)],
-        structured_content=body if isinstance(body, dict) else None,
-    )
+    return types.CallToolResult(content=[types.TextContent(text=text)])
 
 
 async def on_list_tools(ctx, params) -> types.ListToolsResult:

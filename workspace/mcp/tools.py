@@ -9,6 +9,7 @@ new tool, and `tests/workspace/mcp/test_tools.py` checks that each name still ma
 """
 
 import json
+import threading
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -218,6 +219,15 @@ def service_schema() -> dict:
 
 
 @lru_cache(maxsize=1)
-def catalogue() -> dict[str, Tool]:
-    """The tools, generated once per process (the schema only changes with the code)."""
+def generated() -> dict[str, Tool]:
     return tools_from_schema(service_schema())
+
+
+generating = threading.Lock()
+
+
+def catalogue() -> dict[str, Tool]:
+    """The tools, generated once per process (the schema only changes with the code): the first requests of a
+    worker's threads wait for one generation (seconds) rather than each making its own."""
+    with generating:
+        return generated()

@@ -116,6 +116,6 @@ def test_a_tool_call_costs_the_queries_of_its_rest_request(key_client, project, 
         assert client.get(url).status_code == 200
     with CaptureQueriesContext(connection) as mcp:
         answer = rpc(client, "tools/call", {"name": "dashboards-get-all", "arguments": {"project_id": project.id}})
-    assert answer.json()["result"]["structuredContent"]["count"] == rows
+    assert json.loads(answer.json()["result"]["content"][0]["text"])["count"] == rows
     assert statements(mcp) == statements(rest)
     assert len(statements(rest)) == 5
