@@ -219,3 +219,17 @@ def test_two_processes_answer_alternate_requests_of_one_client(start_live_servic
     # initialize, its notification, tools/list and two calls: both processes answered some of them.
     assert {first.url, second.url} <= {url.rstrip("/") for url in transport.sent}
     assert len(transport.sent) >= 4
+
+
+def test_the_development_server_answers_as_gunicorn_does(start_live_service, alice, project, issue_key):
+    """`make run` serves /mcp with `manage.py runserver` (a thread per request), on the same address."""
+    service = start_live_service(server="runserver")
+    DashboardFactory(project=project, name="Dev")
+    key = issue_key(alice, "dashboard:read")
+
+    async def scenario():
+        async with connect(f"{service.url}/mcp", key) as client:
+            return await client.call_tool("dashboards-get-all", {"project_id": project.id})
+
+    listed = run(scenario)
+    assert [row["name"] for row in body_of(listed)["results"]] == ["Dev"]
