@@ -85,6 +85,7 @@ def test_initialize_list_and_read_the_projects_dashboards(service, alice, projec
         # The handshake era's initialize, then the tools and a call.
         async with connect(f"{service.url}/mcp", key, mode="legacy") as client:
             assert client.server_info.name == "analytics-workspace"
+            assert client.protocol_version == "2025-11-25"
             tools = {tool.name: tool for tool in (await client.list_tools()).tools}
             listed = await client.call_tool("dashboards-get-all", {"project_id": project.id})
             return tools, listed
@@ -106,7 +107,9 @@ def test_create_a_dashboard_dry_run_then_real_and_run_a_trend(service, alice, pr
     key = issue_key(alice, "dashboard:write", "query:read")
 
     async def scenario():
+        # A client that negotiates: the sessionless protocol of 2026-07-28 (server/discover, no initialize).
         async with connect(f"{service.url}/mcp", key) as client:
+            assert client.protocol_version == "2026-07-28"
             dry = await client.call_tool(
                 "dashboard-create", {"project_id": project.id, "body": {"name": "Agents"}, "dry_run": True}
             )
