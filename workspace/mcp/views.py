@@ -7,6 +7,7 @@ authorization server. A credential bound to another audience (`request.auth.reso
 refused. A browser's `Origin` must be the site's own or a local one.
 """
 
+import json
 from urllib.parse import urlsplit
 
 from django.conf import settings
@@ -65,12 +66,22 @@ class OriginNotAllowed(exceptions.PermissionDenied):
 
 class McpView(APIView):
     """The MCP endpoint: Streamable HTTP, stateless, JSON answers (POST only; no stream to resume, no session to
-    delete). Not throttled itself: each tool call is counted by the view that answers it."""
+    delete). Its requests count against the caller's rate limits as REST requests do, once each: a tool call is
+    counted by the view that answers it, anything else (initialize, tools/list, ping) here."""
 
     schema = None  # a protocol endpoint, not an operation of the REST API
     permission_classes = [IsAuthenticated]
-    throttle_classes = []
     http_method_names = ["post", "options"]
+
+    def get_throttles(self):
+        return [] if self.is_tool_call() else super().get_throttles()
+
+    def is_tool_call(self) -> bool:
+        try:
+            message = json.loads(self.request._request.body)
+        except ValueError:
+            return False
+        return isinstance(message, dict) and message.get("method") == "tools/call"
 
     def initial(self, request, *args, **kwargs):
         origin = request.headers.get("Origin")

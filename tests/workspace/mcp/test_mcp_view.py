@@ -97,6 +97,9 @@ def test_a_rate_limit_is_a_tool_error_with_when_to_retry(key_client, project, mo
     refusal = answers[2]["structuredContent"]
     assert (refusal["status"], refusal["code"]) == (429, "throttled")
     assert int(refusal["retry_after"]) > 0
+    # Anything but a call counts here, once: the listing is refused at the HTTP level.
+    listing = rpc(client, "tools/list")
+    assert (listing.status_code, listing.json()["code"]) == (429, "throttled")
 
 
 def statements(captured) -> list[str]:
