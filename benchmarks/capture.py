@@ -84,7 +84,7 @@ def capture(client, method: str, path: str, body: str | None = None) -> Captured
 
     send = getattr(client, method.lower())
     with CaptureQueriesContext(connection) as captured:
-        response = send(path, data=body, content_type="application/json")
+        response = send(path, data=body, content_type="application/json", HTTP_ACCEPT="application/json")
     statements = []
     for query in captured.captured_queries:
         sql = query["sql"]

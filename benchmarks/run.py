@@ -23,7 +23,8 @@ endpoint beside its floor measured in the same run: the SQL statements its reque
    rps, p50 and CPU ms, and the ratio floor rps / service rps (the median of the rounds' ratios) with its target:
    lists and reads within 3x of their floors, writes within 5x, p99 under 100 ms for every read; then the deep page
    against the first (within 1.3x), the dashboard of 6 cached tiles against the same dashboard without results
-   (within 1.2x), the query rows' p50s, their floors' and the ratios (benchmarks/queries.py). The last line is the
+   (within 1.2x), the MCP tool call `dashboard-get` against the REST read of the same dashboard (within 1.5x), the
+   query rows' p50s, their floors' and the ratios (benchmarks/queries.py). The last line is the
    worst list ratio.
    Targets are printed, not enforced: the machine is shared and the figures are noisy. The exit status is 1 only
    when something failed (errors, non-2xx answers, a floor that could not replay a request).
@@ -67,6 +68,7 @@ LIST_TARGET = 3.0
 READ_TARGET = 3.0
 WRITE_TARGET = 5.0
 DEEP_TARGET = 1.3  # the dashboards page at a deep offset at most this many times slower than at offset 0
+MCP_TARGET = 1.5  # the MCP tool call reading a dashboard at most this many times slower than the same REST read
 P99_TARGET_MS = 100.0  # every read
 # Ingest on PostgreSQL: events stored per second through /batch/ with 2 workers, and at most this many times
 # slower than writing the same events straight into the table.
@@ -229,8 +231,8 @@ def main() -> int:
                 print(f"bench: {not_warm}")
                 failures += 1
         for endpoint in endpoints:
-            if endpoint.method == "GET":  # a warm-up for reads, and for their floors
-                drive(driver, service, endpoint.paths, fixtures["key"], 1.0)
+            if endpoint.kind != "write":  # a warm-up for reads, and for their floors
+                drive(driver, service, endpoint.paths, fixtures["key"], 1.0, endpoint.method, endpoint.body)
                 drive(driver, floor, floor_paths[endpoint.name], fixtures["key"], 1.0)
             result, paired = beside_floor(driver, service, floor, endpoint, floor_paths[endpoint.name], fixtures, args)
             floors[endpoint.name] = paired
@@ -468,7 +470,25 @@ def endpoint_list(fixtures: dict) -> list[Endpoint]:
         Endpoint("pipeline frontend apps", [f"{organization}/pipeline_frontend_apps/{page}"], "list"),
         Endpoint("pipeline import apps", [f"{organization}/pipeline_import_apps/{page}"], "list"),
         Endpoint("events", [f"{project}/events/{page}"], "list"),
-        Endpoint("dashboard detail", [f"{project}/dashboards/{fixtures['dashboard_id']}/"], "read"),
+        Endpoint(DASHBOARD_DETAIL, [f"{project}/dashboards/{fixtures['dashboard_id']}/"], "read"),
+        # The same read as an MCP tool call (workspace/mcp/): one JSON-RPC POST, no session.
+        Endpoint(
+            MCP_DASHBOARD,
+            ["/mcp"],
+            "read",
+            "POST",
+            json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "tools/call",
+                    "params": {
+                        "name": "dashboard-get",
+                        "arguments": {"project_id": fixtures["project_id"], "id": fixtures["dashboard_id"]},
+                    },
+                }
+            ),
+        ),
         Endpoint("insight detail", [f"{project}/insights/{fixtures['insight_id']}/"], "read"),
         Endpoint("users/@me", ["/api/users/@me/"], "read"),
         # Cached results (benchmarks/queries.py): computed in every worker before these rows are driven. The same
@@ -495,6 +515,8 @@ def endpoint_list(fixtures: dict) -> list[Endpoint]:
     ]
 
 
+DASHBOARD_DETAIL = "dashboard detail"
+MCP_DASHBOARD = "mcp: dashboard-get"
 QUERY_DASHBOARD = "query: dashboard 6 tiles cached"
 BARE_DASHBOARD = "query: dashboard 6 tiles, no results"
 
@@ -695,6 +717,9 @@ def drive_wrk(base, paths, key, seconds, method, body) -> Result:
         str(ROOT / "benchmarks" / "wrk.lua"),
         "-H",
         f"Authorization: Bearer {key}",
+        # What every client of the API accepts; /mcp refuses a request that does not say so (406).
+        "-H",
+        "Accept: application/json",
         base + paths[0],
     ]
     output = subprocess.run(command, env=environment, capture_output=True, text=True, check=False).stdout
@@ -730,7 +755,7 @@ def drive_python(base, paths, key, seconds, method, body) -> Result:
         while time.monotonic() < deadline:
             index = next(counter)
             payload = body.replace("{n}", f"{number}0{index}").encode() if body is not None else None
-            headers = {"Authorization": f"Bearer {key}"}
+            headers = {"Authorization": f"Bearer {key}", "Accept": "application/json"}
             if payload is not None:
                 headers["Content-Type"] = "application/json"
             start = time.perf_counter()
@@ -838,6 +863,11 @@ def report(endpoints, results, floors, deep, ingest_report, driver, args, elapse
         slower = first.rps / results[deep_name].rps
         flag = "" if slower <= DEEP_TARGET else f"  over {DEEP_TARGET:g}x"
         print(f"dashboards offset {deep:,} / offset 0: {slower:.2f}x (target <= {DEEP_TARGET:g}x){flag}")
+    rest, mcp = results.get(DASHBOARD_DETAIL), results.get(MCP_DASHBOARD)
+    if rest and mcp:
+        slower = rest.rps / mcp.rps
+        flag = "" if slower <= MCP_TARGET else f"  over {MCP_TARGET:g}x"
+        print(f"mcp dashboard-get / the same dashboard's REST read: {slower:.2f}x (target <= {MCP_TARGET:g}x){flag}")
     cached, bare = results.get(QUERY_DASHBOARD), results.get(BARE_DASHBOARD)
     if cached and bare:
         from benchmarks.queries import CACHED_DASHBOARD_TARGET

@@ -526,7 +526,11 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     # Django's own loggers pass their records to the root handler instead of printing them twice.
-    "loggers": {"django": {"handlers": [], "level": "INFO", "propagate": True}},
+    "loggers": {
+        "django": {"handlers": [], "level": "INFO", "propagate": True},
+        # The MCP SDK logs the start and end of every stateless exchange at INFO: one request, three lines.
+        "mcp": {"handlers": [], "level": "WARNING", "propagate": True},
+    },
 }
 
 

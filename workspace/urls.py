@@ -50,6 +50,8 @@ urlpatterns = [
     re_path(r"^api/redoc/?$", RedocView.as_view(url_name="schema"), name="redoc"),
     path("api/redoc/redoc.standalone.js", redoc_bundle, name="redoc-bundle"),
     path("favicon.ico", favicon, name="favicon"),
+    # The MCP endpoint and its protected-resource metadata (RFC 9728).
+    path("", include("workspace.mcp.urls")),
     path("api/", include("apikeys.urls")),
     path("api/", include("organizations.urls")),
     path("api/organizations/<str:organization_id>/", include(organization_routes)),

@@ -184,9 +184,18 @@ def soft_delete_schema(what: str):
     )
 
 
+DRY_RUN = OpenApiParameter(
+    "dry_run",
+    OpenApiTypes.BOOL,
+    description="Validate and answer (200) with what would be created, writing nothing (the ids shown are not kept).",
+)
+
+
 @extend_schema_view(
     list=extend_schema(parameters=[PROJECT_ID]),
-    create=extend_schema(parameters=[PROJECT_ID]),
+    create=extend_schema(
+        parameters=[PROJECT_ID, DRY_RUN], responses={200: DashboardSerializer, 201: DashboardSerializer}
+    ),
     retrieve=extend_schema(
         parameters=[PROJECT_ID, REFRESH],
         description="The dashboard with its tiles; each insight carries its cached result, and with `?refresh=` "
@@ -240,6 +249,22 @@ class DashboardViewSet(
             super().throttle_computation()
         except exceptions.Throttled as refusal:
             raise QueryError(str(refusal.detail), code="throttled") from refusal
+
+    def create(self, request, *args, **kwargs):
+        """Create a dashboard (empty, from a template with `use_template`, or a copy with `use_dashboard`). With
+        `?dry_run=true` the answer (200) shows what would be created, and nothing is written."""
+        options = DryRunSerializer(data=request.query_params)
+        options.is_valid(raise_exception=True)
+        if not options.validated_data["dry_run"]:
+            return super().create(request, *args, **kwargs)
+        serializer = self.get_serializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        self.check_input_permissions(serializer.validated_data)
+        # The creation itself, rolled back: what a dry run accepts, the real one does.
+        with transaction.atomic():
+            data = self.represent(self.refetch(self.create_object(serializer.validated_data)))
+            transaction.set_rollback(True)
+        return Response(data)
 
     def create_object(self, data):
         data = dict(data)

@@ -367,6 +367,27 @@ class TestCreate:
         assert body["filters"] == {"date_from": "-30d"}
         assert body["tags"] == ["product"]
 
+    def test_a_dry_run_answers_what_would_be_created_and_writes_nothing(self, key_client, project, alice):
+        from workspace.models import ActivityLog
+
+        client = key_client("dashboard:write")
+        dry = client.post(
+            f"{dashboards_url(project)}?dry_run=true", {"use_template": "product-analytics"}, format="json"
+        )
+
+        assert dry.status_code == 200
+        assert dry.json()["name"] == "Product analytics" and len(dry.json()["tiles"]) == 3
+        assert not Dashboard.objects.filter(project=project).exists()
+        assert not Insight.objects.filter(project=project).exists()
+        assert not ActivityLog.objects.exists()
+        refused = client.post(f"{dashboards_url(project)}?dry_run=true", {"name": "x" * 401}, format="json")
+        assert (refused.status_code, refused.json()["attr"]) == (400, "name")
+        malformed = client.post(f"{dashboards_url(project)}?dry_run=yes", {"name": "New"}, format="json")
+        assert (malformed.status_code, malformed.json()["attr"]) == (400, "dry_run")
+        assert (
+            client.post(f"{dashboards_url(project)}?dry_run=false", {"name": "New"}, format="json").status_code == 201
+        )
+
     def test_create_from_a_dashboard_copies_tiles_filters_and_tags_sharing_its_insights(
         self, key_client, project, alice, dashboard
     ):

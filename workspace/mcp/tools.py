@@ -1,0 +1,233 @@
+"""The MCP tools: one per operation of the service's OpenAPI description, generated once per process.
+
+A tool's input schema is the operation's path and query parameters, its request body as `body`, and for writes the
+`If-Match` / `Idempotency-Key` headers of the one write path as `if_match` / `idempotency_key`; its required scopes
+are the operation's `x-required-scopes` (workspace/api/schema.py); its annotations follow the method. Where the
+reference's MCP server has a tool for the same operation, the tool has that name, so that prompts written for it work
+here; any other tool is named after its operationId. Nothing here is kept by hand beside a route: a new route is a
+new tool, and `tests/workspace/mcp/test_tools.py` checks that each name still maps to an operation.
+"""
+
+import json
+import threading
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+METHODS = ("get", "post", "put", "patch", "delete")
+REF_PREFIX = "#/components/schemas/"
+
+# operationId -> the reference MCP server's name for the same operation.
+REFERENCE_NAMES = {
+    "projects_dashboards_list": "dashboards-get-all",
+    "projects_dashboards_retrieve": "dashboard-get",
+    "projects_dashboards_create": "dashboard-create",
+    "projects_dashboards_partial_update": "dashboard-update",
+    "projects_dashboards_reorder_tiles_create": "dashboard-reorder-tiles",
+    "projects_insights_list": "insights-get-all",
+    "projects_insights_retrieve": "insight-get",
+    "projects_insights_create": "insight-create-from-query",
+    "projects_insights_partial_update": "insight-update",
+    "projects_query_create": "query-run",
+    "organizations_list": "organizations-get",
+    "organizations_retrieve": "organization-details-get",
+    "organizations_projects_list": "projects-get",
+    "projects_event_definitions_list": "event-definitions-list",
+    "projects_property_definitions_list": "properties-list",
+}
+
+IF_MATCH = {
+    "type": "string",
+    "description": "Sent as the If-Match header: the ETag the object had when you read it. If it changed since, "
+    "nothing is changed and the call fails with 412 precondition_failed.",
+}
+IDEMPOTENCY_KEY = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": 255,
+    "description": "Sent as the Idempotency-Key header: a retry with the same key and arguments replays the first "
+    "answer instead of acting twice (kept 24 hours).",
+}
+DRY_RUN_UNSUPPORTED = "No dry run: this operation cannot validate without acting, so a call changes data."
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One operation of the OpenAPI description as an MCP tool."""
+
+    name: str
+    operation_id: str
+    method: str
+    path: str
+    description: str
+    input_schema: dict
+    required_scopes: tuple[str, ...]
+    path_parameters: tuple[str, ...]
+    query_parameters: tuple[str, ...]
+    has_body: bool
+    dry_run: bool = False
+    annotations: dict = field(default_factory=dict)
+
+    @property
+    def read_only(self) -> bool:
+        return self.annotations["readOnlyHint"]
+
+
+def is_read(method: str, scopes) -> bool:
+    """A read: a GET, or an operation that needs only read scopes (running a query is a POST that changes nothing)."""
+    return method == "GET" or bool(scopes) and all(scope.endswith(":read") for scope in scopes)
+
+
+def tool_name(operation_id: str) -> str:
+    return REFERENCE_NAMES.get(operation_id) or operation_id.replace("_", "-")
+
+
+def json_schema(node, refs: set[str]):
+    """An OpenAPI 3.0 schema as JSON Schema 2020-12: `nullable` joins "null" to the type, component references
+    point into `$defs` (collected in `refs`)."""
+    if isinstance(node, list):
+        return [json_schema(item, refs) for item in node]
+    if not isinstance(node, dict):
+        return node
+    converted = {}
+    for key, value in node.items():
+        if key == "$ref" and isinstance(value, str) and value.startswith(REF_PREFIX):
+            name = value[len(REF_PREFIX) :]
+            refs.add(name)
+            converted["$ref"] = f"#/$defs/{name}"
+        elif key == "nullable":
+            continue
+        elif key in ("properties", "patternProperties"):
+            converted[key] = {name: json_schema(item, refs) for name, item in value.items()}
+        else:
+            converted[key] = json_schema(value, refs)
+    if node.get("nullable"):
+        if isinstance(converted.get("type"), str):
+            converted["type"] = [converted["type"], "null"]
+        elif "type" not in converted:
+            converted = {"anyOf": [converted, {"type": "null"}]}
+        if "enum" in converted and None not in converted["enum"]:
+            converted["enum"] = [*converted["enum"], None]
+    return converted
+
+
+def definitions(refs: set[str], components: dict) -> dict:
+    """The components `refs` names and every one they name in turn, as `$defs`."""
+    found: dict = {}
+    pending = set(refs)
+    while pending:
+        name = pending.pop()
+        if name in found or name not in components:
+            continue
+        more: set[str] = set()
+        found[name] = json_schema(components[name], more)
+        pending |= more - found.keys()
+    return dict(sorted(found.items()))
+
+
+def build_tool(path: str, method: str, operation: dict, components: dict, *, name: str) -> Tool:
+    refs: set[str] = set()
+    properties: dict = {}
+    required: list[str] = []
+    path_parameters, query_parameters = [], []
+    for parameter in operation.get("parameters", []):
+        where = parameter.get("in")
+        if where not in ("path", "query"):
+            continue
+        schema = json_schema(parameter.get("schema", {}), refs)
+        if parameter.get("description"):
+            schema = {**schema, "description": parameter["description"]}
+        properties[parameter["name"]] = schema
+        if where == "path":
+            path_parameters.append(parameter["name"])
+            required.append(parameter["name"])
+        else:
+            query_parameters.append(parameter["name"])
+            if parameter.get("required"):
+                required.append(parameter["name"])
+    body = operation.get("requestBody")
+    if body:
+        media = body.get("content", {}).get("application/json") or next(iter(body.get("content", {}).values()), {})
+        properties["body"] = {**json_schema(media.get("schema", {}), refs), "description": "The request body."}
+        if body.get("required"):
+            required.append("body")
+    method = method.upper()
+    scopes = tuple(operation.get("x-required-scopes", ()))
+    read_only = is_read(method, scopes)
+    dry_run = "dry_run" in query_parameters
+    description = operation.get("description", "").strip()
+    lines = [description, f"Operation: `{method} {path}` ({operation['operationId']})."]
+    if not read_only:
+        properties["if_match"] = IF_MATCH
+        if method == "POST":
+            properties["idempotency_key"] = IDEMPOTENCY_KEY
+        lines.append("Dry run: pass `dry_run: true`." if dry_run else DRY_RUN_UNSUPPORTED)
+    input_schema: dict = {"type": "object", "properties": properties}
+    if required:
+        input_schema["required"] = required
+    if refs:
+        input_schema["$defs"] = definitions(refs, components)
+    return Tool(
+        name=name,
+        operation_id=operation["operationId"],
+        method=method,
+        path=path,
+        description="\n\n".join(line for line in lines if line),
+        input_schema=input_schema,
+        required_scopes=scopes,
+        path_parameters=tuple(path_parameters),
+        query_parameters=tuple(query_parameters),
+        has_body=bool(body),
+        dry_run=dry_run,
+        annotations={
+            "readOnlyHint": read_only,
+            "destructiveHint": method == "DELETE",
+            "idempotentHint": method in ("GET", "PUT", "DELETE") or read_only,
+            "openWorldHint": False,
+        },
+    )
+
+
+def succeeds(operation: dict) -> bool:
+    return any(str(status).startswith("2") for status in operation.get("responses", {}))
+
+
+def tools_from_schema(schema: dict) -> dict[str, Tool]:
+    """Every operation of `schema` as a tool, by name. Left out: a PUT beside a PATCH of the same path (the same
+    update with every field required: one more tool for an agent to tell apart, and nothing it can do more), and an
+    operation that never succeeds (a hard delete the API refuses, always a 405)."""
+    components = schema.get("components", {}).get("schemas", {})
+    tools: dict[str, Tool] = {}
+    for path, operations in schema.get("paths", {}).items():
+        for method in METHODS:
+            operation = operations.get(method)
+            if operation is None or (method == "put" and "patch" in operations) or not succeeds(operation):
+                continue
+            name = tool_name(operation["operationId"])
+            if name in tools:
+                raise ValueError(f"Two operations make the MCP tool {name!r}: name one in REFERENCE_NAMES.")
+            tools[name] = build_tool(path, method, operation, components, name=name)
+    return dict(sorted(tools.items()))
+
+
+def service_schema() -> dict:
+    """The service's OpenAPI description as /api/schema/ serves it, as plain JSON."""
+    from drf_spectacular.generators import SchemaGenerator
+    from drf_spectacular.renderers import OpenApiJsonRenderer
+
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    return json.loads(OpenApiJsonRenderer().render(schema, renderer_context={}))
+
+
+@lru_cache(maxsize=1)
+def generated() -> dict[str, Tool]:
+    return tools_from_schema(service_schema())
+
+
+generating = threading.Lock()
+
+
+def catalogue() -> dict[str, Tool]:
+    """The tools, generated once per process (the schema only changes with the code): the first requests of a
+    worker's threads wait for one generation (seconds) rather than each making its own."""
+    with generating:
+        return generated()
