@@ -16,6 +16,7 @@ from rest_framework.test import APIClient
 from apikeys.services import api_key_create
 from organizations.models import Membership
 from pipelines.events.definitions import forget_recent as forget_recent_definitions
+from pipelines.query import runner
 from tests.organizations.factories import MembershipFactory, OrganizationFactory, ProjectFactory
 from tests.reference_schema import load_reference
 from tests.workspace.factories import UserFactory
@@ -153,6 +154,20 @@ def _no_real_dns(settings):
     settings.DOMAIN_VERIFICATION_NAMESERVERS = ["127.0.0.1"]
     settings.DOMAIN_VERIFICATION_PORT = 9
     settings.DOMAIN_VERIFICATION_TIMEOUT = 0.2
+
+
+@pytest.fixture
+def computations(monkeypatch):
+    """The computations the query layer runs, by kind: a list that grows by one each time (a cache hit adds none)."""
+    seen = []
+    original = runner.compute
+
+    def counting(parsed, **kwargs):
+        seen.append(parsed.node.kind)
+        return original(parsed, **kwargs)
+
+    monkeypatch.setattr(runner, "compute", counting)
+    return seen
 
 
 @pytest.fixture(scope="session")

@@ -18,19 +18,6 @@ PERIOD = 300
 
 
 @pytest.fixture
-def computations(monkeypatch):
-    seen = []
-    original = runner.compute
-
-    def counting(parsed, **kwargs):
-        seen.append(parsed.node.kind)
-        return original(parsed, **kwargs)
-
-    monkeypatch.setattr(runner, "compute", counting)
-    return seen
-
-
-@pytest.fixture
 def token(portal, dashboard):  # noqa: F811
     secret, raw = portal
     return sign(secret, raw, dashboard_id=dashboard.pk)

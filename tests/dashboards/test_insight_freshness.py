@@ -27,19 +27,6 @@ def clock(monkeypatch):
 
 
 @pytest.fixture
-def computations(monkeypatch):
-    seen = []
-    original = runner.compute
-
-    def counting(parsed, **kwargs):
-        seen.append(parsed.node.kind)
-        return original(parsed, **kwargs)
-
-    monkeypatch.setattr(runner, "compute", counting)
-    return seen
-
-
-@pytest.fixture
 def client(key_client):
     return key_client("insight:read", "insight:write", "dashboard:read", "dashboard:write")
 

@@ -32,19 +32,6 @@ QUERY = {"kind": "TrendsQuery", "series": [{"kind": "EventsNode", "event": "$pag
 
 
 @pytest.fixture
-def computations(monkeypatch):
-    counted = []
-    compute = runner.compute
-
-    def counting(parsed, **kwargs):
-        counted.append(parsed.node.kind)
-        return compute(parsed, **kwargs)
-
-    monkeypatch.setattr(runner, "compute", counting)
-    return counted
-
-
-@pytest.fixture
 def clock(monkeypatch):
     """The waits' clock: each sleep moves it on by what was slept, and nothing else does; `clock.slept` adds them."""
     state = SimpleNamespace(now=1000.0, slept=0.0)

@@ -34,20 +34,6 @@ def shared_page(project, query=VIEWS) -> str:
     return SharingConfigurationFactory(dashboard=dashboard, enabled=True).access_token
 
 
-@pytest.fixture
-def computations(monkeypatch):
-    """How many times each kind was computed."""
-    counted = []
-    compute = runner.compute
-
-    def counting(parsed, **kwargs):
-        counted.append(parsed.node.kind)
-        return compute(parsed, **kwargs)
-
-    monkeypatch.setattr(runner, "compute", counting)
-    return counted
-
-
 class TestOneComputationPerPeriod:
     def test_viewers_within_the_period_share_one_computation(self, project, computations):
         add_event(project, timezone.now() - dt.timedelta(hours=1))

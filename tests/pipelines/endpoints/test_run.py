@@ -20,20 +20,6 @@ STRING_PARAMETERS = {"type": "object", "properties": {"c": {"type": "string"}}, 
 
 
 @pytest.fixture
-def computations(monkeypatch):
-    """The computations the query layer runs: a list that grows by one each time."""
-    seen = []
-    original = runner.compute
-
-    def counting(parsed, **kwargs):
-        seen.append(parsed.node.kind)
-        return original(parsed, **kwargs)
-
-    monkeypatch.setattr(runner, "compute", counting)
-    return seen
-
-
-@pytest.fixture
 def events(project):
     add_event(project, "2024-03-10T12:00:00Z", country="DE", n=5)
     add_event(project, "2024-03-11T12:00:00Z", country="DE", n=50)

@@ -31,20 +31,6 @@ def clock(monkeypatch):
 
 
 @pytest.fixture
-def computations(monkeypatch):
-    """The computations the query layer runs: a list that grows by one each time."""
-    seen = []
-    original = runner.compute
-
-    def counting(parsed, **kwargs):
-        seen.append(parsed.node.kind)
-        return original(parsed, **kwargs)
-
-    monkeypatch.setattr(runner, "compute", counting)
-    return seen
-
-
-@pytest.fixture
 def ask(reader, project):
     """ask(query, refresh=..., **headers) -> the response of POST /query/ with those request headers."""
 
