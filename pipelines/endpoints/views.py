@@ -156,7 +156,7 @@ class EndpointViewSet(ProjectScopedViewSet, ListMixin, CreateMixin, RetrieveMixi
     )
     @action(detail=True, methods=["get"], required_scopes=["endpoint:read"])
     def usage(self, request, *args, **kwargs):
-        return Response(usage_summary(self.get_object()))
+        return self.object_response(data=usage_summary(self.get_object()))
 
     @extend_schema(
         parameters=[
@@ -178,7 +178,7 @@ class EndpointViewSet(ProjectScopedViewSet, ListMixin, CreateMixin, RetrieveMixi
         versions = list(endpoint.versions.order_by("version").values_list("version", flat=True))
         body = document(endpoint, published, path=path, versions=versions)
         body["servers"] = [{"url": request.build_absolute_uri("/").rstrip("/")}]
-        return Response(body)
+        return self.object_response(data=body)
 
     @extend_schema(
         parameters=[

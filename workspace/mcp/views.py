@@ -59,7 +59,10 @@ def can_write(auth) -> bool:
     return scopes is None or any(scope == "*" or scope.endswith(":write") for scope in scopes)
 
 
-class OriginNotAllowed(exceptions.PermissionDenied):
+class OriginNotAllowed(exceptions.APIException):
+    """A request from a page of another site (DNS rebinding, a hostile page in the person's browser): 403."""
+
+    status_code = 403
     default_detail = "This Origin may not call the MCP endpoint."
     default_code = "origin_not_allowed"
 

@@ -132,6 +132,7 @@ def test_an_async_request_that_finds_one_under_way_is_pointed_to_it(ask, held):
     first = ask(prefer="respond-async")
     second = ask(prefer="respond-async, wait=0")
     held.release.set()
+    settled(first.json()["query_status"]["id"])
 
     assert second.status_code == 202
     assert second["Location"] == first["Location"]
