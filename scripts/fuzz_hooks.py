@@ -7,12 +7,19 @@ reads adds to the service's own.
 - Links from each create to the routes of what it created. Ids drawn at random name no object, so without them
   most routes below a project or an organization only ever answer 404; with them the stateful phase creates an
   organization, a project in it, a dashboard in that, and calls every route of each, OPTIONS included.
+- `ensure_resource_availability` (ST302, "created resource not found") passed over for the dashboard actions that
+  name another object in their body: a version to revert to, a tile to move or copy, its source or target dashboard.
+  Their 404 for an unknown one is the contract (DECISIONS §16), while the dashboard just created exists. Schemathesis
+  4.32 does not honour a check disabled for some operations in its stateful phase, so the check is wrapped here and
+  still runs for every other operation.
 """
 
 import copy
 import re
 
 import schemathesis
+from schemathesis.checks import CHECKS
+from schemathesis.specs.openapi import checks as openapi_checks
 
 METHODS = ("get", "put", "post", "patch", "delete")
 # What any request to a route may be answered, whatever its method: no key or an unknown one, a missing scope or
@@ -112,3 +119,19 @@ def links_from(create_path: str, paths: dict) -> dict:
             if method in (*METHODS, "head", "options"):
                 links[operation["operationId"]] = {"operationId": operation["operationId"], "parameters": parameters}
     return links
+
+
+# Operations whose 404 may name an object of their body rather than the one in their path.
+BODY_REFERENCES = re.compile(
+    r"^(POST|PATCH) /api/projects/\{project_id\}/dashboards/\{id\}/(revert_to_version|move_tile|copy_tile)/$"
+)
+_ensure_resource_availability = openapi_checks.ensure_resource_availability
+CHECKS.unregister("ensure_resource_availability")
+
+
+@schemathesis.check
+def ensure_resource_availability(ctx, response, case):
+    """Schemathesis's own check (registered under its name, so it replaces it), except for BODY_REFERENCES."""
+    if BODY_REFERENCES.match(case.operation.label):
+        return None
+    return _ensure_resource_availability(ctx, response, case)
