@@ -7,6 +7,7 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from openapi_spec_validator import validate as validate_openapi
 from schemathesis import GenerationMode
+from schemathesis.specs.openapi.checks import ignored_auth
 
 from pipelines.endpoints.services import endpoint_create
 from tests.pipelines.endpoints.conftest import COUNTRY_PARAMETERS, COUNTRY_QUERY, add_event, endpoints_url
@@ -101,6 +102,11 @@ def test_schemathesis_finds_no_failure_against_an_endpoints_document(start_live_
     validate_openapi(document)
     schema = schemathesis.openapi.from_dict(document)
     schema.config.generation.update(allow_x00=False)
+    # The key as the CLI's -H gives it: Schemathesis then knows the header is sent, and never draws a "negative" case
+    # by leaving it out (which a header added at the call would silently undo). The same key on every request, so
+    # the check that a request without valid credentials is refused has nothing to try here (the API's own fuzzing and
+    # tests cover 401s).
+    schema.config.update(headers=headers)
 
     for operation in schema.get_all_operations():
         operation = operation.ok()
@@ -115,7 +121,7 @@ def test_schemathesis_finds_no_failure_against_an_endpoints_document(start_live_
                 derandomize=True,
             )
             def check(case):
-                case.call_and_validate(base_url=service.url, headers=headers)
+                case.call_and_validate(base_url=service.url, excluded_checks=[ignored_auth])
 
             check()
 
