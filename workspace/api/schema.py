@@ -53,6 +53,10 @@ ERROR_DESCRIPTIONS = {
 }
 
 
+# One character that Python's `str.strip` keeps: not one of the characters `str.isspace` calls whitespace.
+NOT_ONLY_WHITESPACE = r"[^\t\n\u000b\f\r\u001c-\u001f \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+
+
 class ScopedAutoSchema(AutoSchema):
     def get_description(self) -> str:
         """The operation's own docstring (or `extend_schema(description=...)`), never its viewset's: a viewset's
@@ -61,8 +65,9 @@ class ScopedAutoSchema(AutoSchema):
 
     def _map_serializer_field(self, field, direction, bypass_extensions=False):
         schema = super()._map_serializer_field(field, direction, bypass_extensions)
-        # A text that must not be blank is trimmed first (DRF's CharField): one made only of whitespace, `\x1f`
-        # included, is blank. The pattern says so (JSON Schema patterns match anywhere in the value).
+        # A text that must not be blank is trimmed first (DRF's CharField, Python's `str.strip`): one made only of
+        # whitespace, `\x1f` included, is blank. The pattern says so (JSON Schema patterns match anywhere in the value),
+        # naming Python's whitespace itself rather than `\S`, whose meaning differs between Python and ECMAScript.
         if (
             direction == "request"
             and isinstance(field, serializers.CharField)
@@ -72,7 +77,7 @@ class ScopedAutoSchema(AutoSchema):
             and "pattern" not in schema
             and not any(isinstance(validator, RegexValidator) for validator in field.validators)
         ):
-            schema["pattern"] = r"\S"
+            schema["pattern"] = NOT_ONLY_WHITESPACE
         return schema
 
     def _get_request_for_media_type(self, serializer, direction="request"):
