@@ -69,6 +69,10 @@ def current(key: str) -> Flight | None:
     """The flight of `key` under way, if any (and its record still kept)."""
     flight_id = cache.get(_running_key(key))
     record = status(flight_id) if flight_id else None
+    if flight_id and record is None:
+        # Its record is gone (evicted, or kept where Redis was before it failed over to memory): nobody can wait for
+        # it, so its place is freed rather than left to refuse every new flight until its lease ends.
+        cache.delete(_running_key(key))
     return None if record is None else Flight(id=flight_id, key=record["key"], project_id=record["project"])
 
 

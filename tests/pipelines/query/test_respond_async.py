@@ -8,6 +8,7 @@ import time
 
 import pytest
 import requests
+from django.core.cache import cache
 
 from pipelines.query import flights, runner
 from pipelines.query.errors import QueryError
@@ -207,3 +208,18 @@ def test_respond_async_through_a_live_server(start_live_service, project, issue_
     assert done.status_code == 200, done.text
     assert done.json()["results"] == [[1]]
     assert done.headers["ETag"] == direct.headers["ETag"]
+
+
+def test_a_flight_whose_record_is_gone_does_not_hold_its_place(ask, held, project):
+    """A running flight's place whose record was evicted (or kept where Redis was before it failed over) is freed: the
+    next request computes at once instead of spinning until the lease ends."""
+    key = runner.cache_key(project, runner.parse_query(COUNT))
+    cache.set(f"flight-of:{key}", "0" * 32, 8)  # held for 8 s, were it not freed
+    held.release.set()
+    started = time.monotonic()
+
+    response = ask()
+
+    assert time.monotonic() - started < 5
+    assert response.status_code == 200 and response.json()["results"] == [[7]]
+    assert held.runs == ["HogQLQuery"]
