@@ -247,6 +247,19 @@ def validate(schema: dict, given: object) -> dict:
     return effective
 
 
+def validate_some(schema: dict, given: object) -> dict:
+    """Values of some of the schema's parameters (`given`: what an embed's token locks), each checked against its
+    own definition as `validate` checks it; none is required and no default is applied. ParameterError naming the
+    first refused one (or one the schema does not have) by its JSON Pointer."""
+    if not isinstance(given, dict):
+        raise ParameterError("Parameters are an object of values by name.", attr="parameters")
+    properties = schema.get("properties", {})
+    names = [name for name in given if name in properties]
+    some = {"type": "object", "properties": {name: properties[name] for name in names}, "required": []}
+    checked = validate(some, given)
+    return {name: checked[name] for name in given}
+
+
 def samples(schema: dict) -> dict:
     """A value of each parameter that its type allows, to check the query with when it is saved: its default, its
     first allowed value, or one of its type (for a free string, `-7d`, which a date field reads as a relative date

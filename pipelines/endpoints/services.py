@@ -108,6 +108,13 @@ def endpoint_version(endpoint: Endpoint, version: int | None) -> EndpointVersion
     return found
 
 
+def bound_query(published: EndpointVersion | Endpoint, given: dict) -> tuple[dict, object]:
+    """The effective parameters of a run of `published` with the parameters `given` (validated against its schema:
+    ParameterError naming the first refused one by its JSON Pointer), and its query with them bound."""
+    effective = validate(published.parameters, given)
+    return effective, bind(published.query, effective)
+
+
 def endpoint_run(
     *,
     endpoint: Endpoint,
@@ -121,10 +128,10 @@ def endpoint_run(
     against that version's schema (ParameterError naming the first refused one by its JSON Pointer), bound into its
     query, and run as `/query/` runs a query (the same cache, bounds and throttle), fresh for the endpoint's
     `cache_seconds`."""
-    effective = validate(published.parameters, given)
+    effective, query = bound_query(published, given)
     outcome = query_result(
         project=endpoint.project,
-        query=bind(published.query, effective),
+        query=query,
         refresh=refresh,
         before_compute=before_compute,
         limits=limits,

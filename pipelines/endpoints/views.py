@@ -1,7 +1,4 @@
-import csv
 import dataclasses
-import io
-import json
 import time
 
 from django.http import Http404, HttpResponse
@@ -14,6 +11,7 @@ from rest_framework.response import Response
 
 from organizations.models import Membership
 from organizations.tenancy import ProjectScopedViewSet
+from pipelines.endpoints import output
 from pipelines.endpoints.models import Endpoint
 from pipelines.endpoints.openapi import document
 from pipelines.endpoints.parameters import ParameterError, from_query_string, pointer
@@ -25,7 +23,6 @@ from pipelines.endpoints.serializers import (
     EndpointVersionSerializer,
 )
 from pipelines.endpoints.services import (
-    Run,
     endpoint_create,
     endpoint_delete,
     endpoint_run,
@@ -46,7 +43,6 @@ from workspace.api.viewsets import CreateMixin, DestroyMixin, ListMixin, Retriev
 ADMIN = Membership.Level.ADMIN
 ENDPOINT_NAME = OpenApiParameter("name", OpenApiTypes.STR, OpenApiParameter.PATH, description="The endpoint's name.")
 FORMATS = {"text/csv": "csv", "application/x-ndjson": "ndjson", "application/ndjson": "ndjson"}
-CONTENT_TYPES = {"csv": "text/csv; charset=utf-8", "ndjson": "application/x-ndjson"}
 
 
 def endpoint_name_allowed(request, name: str) -> bool:
@@ -225,7 +221,7 @@ class EndpointViewSet(ProjectScopedViewSet, ListMixin, CreateMixin, RetrieveMixi
         options = EndpointRunOptionsSerializer(data=request.query_params.dict())
         options.is_valid(raise_exception=True)
         published = endpoint_version(endpoint, options.validated_data.get("version"))
-        output = accepted_format(request, options.validated_data.get("format"))
+        chosen = accepted_format(request, options.validated_data.get("format"))
         if request.method == "POST":
             if not isinstance(request.data, dict):
                 raise exceptions.ValidationError('The body is a JSON object: {"parameters": {...}}.')
@@ -258,14 +254,14 @@ class EndpointViewSet(ProjectScopedViewSet, ListMixin, CreateMixin, RetrieveMixi
             body = error_body("invalid_request", "not_cached", "No result of this endpoint is cached (only-if-cached).")
             return Response(body, status=status.HTTP_504_GATEWAY_TIMEOUT, headers=result.headers())
         outcome["cache_hit"] = not result.freshness.computed
-        answer = self.answer(run, options.validated_data)
+        answer = output.answer(run, options.validated_data)
         etag = "W/" + etag_for(
             {
                 "result": result.freshness.etag,
                 "version": run.version,
                 "parameters": run.parameters,
                 "page": [answer.get("limit"), answer.get("offset")],
-                "format": output,
+                "format": chosen,
             }
         )
         headers = dataclasses.replace(result.freshness, etag=etag).headers(result.at)
@@ -275,74 +271,12 @@ class EndpointViewSet(ProjectScopedViewSet, ListMixin, CreateMixin, RetrieveMixi
         if header is not None and none_match(header, etag):
             return Response(status=status.HTTP_304_NOT_MODIFIED, headers=headers)
         outcome["rows"] = len(answer["results"] or [])
-        if output == "json":
+        if chosen == "json":
             return Response(answer, headers=headers)
-        text = csv_text(answer) if output == "csv" else ndjson_text(answer)
-        return HttpResponse(text, content_type=CONTENT_TYPES[output], headers=headers)
-
-    @staticmethod
-    def answer(run: Run, options: dict) -> dict:
-        """The run's answer: the result's rows (a page of them for HogQL), columns and types, the version run and the
-        effective parameters."""
-        result = run.outcome.response
-        answer = {
-            "results": result["results"],
-            "columns": result.get("columns"),
-            "types": result.get("types"),
-            "version": run.version,
-            "parameters": run.parameters,
-        }
-        if result.get("columns") is not None:  # a HogQL result: its rows within the query's LIMIT, by page
-            rows = result["results"]
-            offset = options.get("offset", 0)
-            limit = options.get("limit", result.get("limit") or len(rows))
-            answer["results"] = rows[offset : offset + limit]
-            answer |= {
-                "limit": limit,
-                "offset": offset,
-                "hasMore": offset + limit < len(rows) or bool(result.get("hasMore")),
-            }
-        return answer
+        text = output.csv_text(answer) if chosen == "csv" else output.ndjson_text(answer)
+        return HttpResponse(text, content_type=output.CONTENT_TYPES[chosen], headers=headers)
 
     def throttle_computation(self) -> None:
         throttle = QueryRateThrottle()
         if not throttle.allow_request(self.request, self):
             self.throttled(self.request, throttle.wait())
-
-
-def _cell(value) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, dict | list):
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-    return str(value)
-
-
-def _records(answer: dict) -> tuple[list[str], list[list]]:
-    """The answer's columns and rows: a HogQL result's own, or each result object's keys (their union, in order)."""
-    results = answer["results"] or []
-    if answer["columns"] is not None:
-        return list(answer["columns"]), results
-    columns = list(dict.fromkeys(key for item in results if isinstance(item, dict) for key in item))
-    return columns, [[item.get(key) if isinstance(item, dict) else None for key in columns] for item in results]
-
-
-def csv_text(answer: dict) -> str:
-    """The answer as CSV: a header of the columns, then a line per row (objects and lists as JSON)."""
-    columns, rows = _records(answer)
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\r\n")
-    writer.writerow(columns)
-    writer.writerows([_cell(value) for value in row] for row in rows)
-    return buffer.getvalue()
-
-
-def ndjson_text(answer: dict) -> str:
-    """The answer as NDJSON: one object per row, by column name."""
-    columns, rows = _records(answer)
-    return "".join(
-        json.dumps(dict(zip(columns, row, strict=False)), ensure_ascii=False, separators=(",", ":")) + "\n"
-        for row in rows
-    )
