@@ -239,7 +239,9 @@ def refresh_period_start(now: dt.datetime | None = None) -> dt.datetime:
     return dt.datetime.fromtimestamp(seconds, tz=dt.UTC)
 
 
-def shared_result(*, project, query: object, wait_until: float | None = None) -> dict:
+def shared_result(
+    *, project, query: object, wait_until: float | None = None, fresh_for: dt.timedelta | None = None
+) -> dict:
     """The result of `query` for a public page: the cached one while younger than SHARED_PAGE_REFRESH_SECONDS, else
     computed by one request, in this process or another, while the others wait for it until `wait_until` (a
     `time.monotonic()`; by default SHARED_PAGE_WAIT_SECONDS from now).
@@ -249,11 +251,12 @@ def shared_result(*, project, query: object, wait_until: float | None = None) ->
     the new result. Past `wait_until`, or at once when SHARED_PAGE_WAITING_VIEWS threads of this process already
     compute or wait for public pages, a request takes the last result, marked `is_stale`, or raises StillComputing
     when there is none. A computation that fails is remembered for the same period, so a broken query is not run
-    again for every viewer. QueryError when the query cannot run."""
+    again for every viewer. QueryError when the query cannot run. `fresh_for` replaces the period (an embedded
+    endpoint's, which its owner sets)."""
     wait_until = wait_deadline() if wait_until is None else wait_until
     parsed = parse_query(query)
     key = cache_key(project, parsed)
-    fresh_for = dt.timedelta(seconds=settings.SHARED_PAGE_REFRESH_SECONDS)
+    fresh_for = fresh_for if fresh_for is not None else dt.timedelta(seconds=settings.SHARED_PAGE_REFRESH_SECONDS)
     lock_key, failure_key = f"{key}:computing", f"{key}:failed"
     lock_seconds = settings.QUERY_TIMEOUT_MS // 1000 + 10
     slots, slot = waiting_slots(), None

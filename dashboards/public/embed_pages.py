@@ -26,19 +26,22 @@ token is read; every refused token gets the same 404.
 import dataclasses
 import datetime as dt
 import json
+import logging
 from urllib.parse import urlencode
 
 from django.conf import settings
-from django.http import HttpResponseNotModified, JsonResponse
+from django.http import HttpResponseNotModified
 from django.utils import timezone
 from django.utils.cache import add_never_cache_headers
 from django.views.decorators.clickjacking import xframe_options_exempt
+from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
 
 from dashboards.core.models import DashboardTile
 from dashboards.core.results import CACHE_ONLY, FILTERED_KINDS, SHARED, WRAPPERS, DateOverride
 from dashboards.core.selectors import shown_tiles
 from dashboards.public.charts import Chart
+from dashboards.public.embed_headers import allow_origin, framed_policy, json_page_headers
 from dashboards.public.embeds import (
     Embed,
     EmbedRefused,
@@ -47,11 +50,14 @@ from dashboards.public.embeds import (
     offered_ranges,
     viewer_range,
 )
+from dashboards.public.endpoint_pages import endpoint_response
 from dashboards.public.pages import json_response, page, page_context, page_response, refused_view
 from dashboards.public.ranges import VIEWER_RANGES, PageRange, RangeChoice, stated_range
 from dashboards.public.results import PageResults
 from pipelines.query.freshness import HIT, MISS, STALE, Freshness, combined
 from workspace.api.conditional import cache_directives, etag_for, none_match
+
+logger = logging.getLogger(__name__)
 
 NOT_FOUND_PAGE = "dashboards/embed_not_found.html"
 NOT_FOUND = {"type": "invalid_request", "code": "not_found", "detail": "Not found.", "attr": None}
@@ -152,6 +158,7 @@ def _value_text(value) -> str:
     return "(none)" if value is None else str(value)
 
 
+@csrf_exempt  # it takes no POST: any other method is a 405, not the CSRF check's 403
 @require_http_methods(["GET", "HEAD"])
 @xframe_options_exempt  # the Content-Security-Policy's frame-ancestors decides who may frame it
 def embedded_page(request, token: str):
@@ -170,8 +177,12 @@ def embedded_response(request, token: str):
         return throttled(request, refusal.wait, as_json=as_json)
     try:
         embed = embed_from_token(token)
-    except EmbedRefused:
+    except EmbedRefused as refusal:
+        # Why, for whoever runs the service (a customer asking why their link shows nothing); never to the viewer.
+        logger.info("An embed token was refused: %s", refusal)
         return not_found(request, as_json=as_json)
+    if embed.endpoint is not None:
+        return endpoint_response(request, embed)
     wanted = viewer_range(embed, request.GET.get("date_from"), request.GET.get("date_to"))
     override = DateOverride(wanted.date_from, wanted.date_to) if wanted.date_from or wanted.date_to else None
     shown = embed_range(embed, wanted, override)
@@ -292,24 +303,6 @@ def embed_fields(embed: Embed) -> dict:
     return {"resource": resource, "locked": locked, "expires_at": embed.expires_at.isoformat()}
 
 
-def allow_origin(request, response, embed: Embed) -> None:
-    """A page of an allowed origin may read the JSON from its own script (CORS), and no other."""
-    origin = request.headers.get("Origin", "").lower()
-    response["Vary"] = "Origin"
-    if origin and origin in embed.secret.allowed_origins:
-        response["Access-Control-Allow-Origin"] = origin
-
-
-def framed_policy(embed: Embed) -> str:
-    """The HTML pages' Content-Security-Policy with `frame-ancestors` set to the secret's allowed origins."""
-    directives = [
-        directive.strip()
-        for directive in settings.CONTENT_SECURITY_POLICY_HTML.split(";")
-        if directive.strip() and directive.split()[0] != "frame-ancestors"
-    ]
-    return "; ".join([*directives, f"frame-ancestors {embed.frame_ancestors}"])
-
-
 def not_found(request, *, as_json: bool):
     """The one answer to every token that grants nothing."""
     if as_json:
@@ -329,11 +322,4 @@ def throttled(request, wait: float | None, *, as_json: bool):
     else:
         response = page(request, NOT_FOUND_PAGE, {"throttled": True}, status=429)
     response["Retry-After"] = str(int(wait or 1))
-    return response
-
-
-def json_page_headers(body: dict, *, status: int):
-    response = JsonResponse(body, status=status)
-    response["Referrer-Policy"] = "no-referrer"
-    response["X-Robots-Tag"] = "noindex, nofollow"
     return response

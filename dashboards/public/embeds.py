@@ -7,10 +7,22 @@ A customer's server signs a JWT with one of the project's embed secrets (HS256, 
      "viewer_date_range": false,
      "exp": <unix time, at most 24 hours ahead>}
 
+or, for an endpoint of the project (pipelines.endpoints) by its name, at a version or its latest:
+
+    {"resource": {"endpoint": "by-country", "version": 2},
+     "locked": {"parameters": {"country": "DE"}},
+     "exp": ...}
+
 `embed_from_token` checks it and returns the `Embed` it grants, or raises `EmbedRefused`, whatever the reason (not a
 JWT, another algorithm or none, an unknown, rotated-out or deleted secret, a bad signature, expired, an expiry too far
 ahead, claims of the wrong shape, a resource that is not the secret's project's, deleted, or an organization that
-allows no public pages): the page answers one and the same 404 for each, so a token's story is not told.
+allows no public pages; for an endpoint also a name it no longer has, a version it never had, or a locked parameter
+its schema does not have or whose value it refuses): the page answers one and the same 404 for each, so a token's
+story is not told; the reason is logged (INFO) for whoever runs the service.
+
+An endpoint's token locks parameters and nothing else: no properties, no dates, no viewer range (its query, and its
+dates, are its publisher's contract; the viewer sets the parameters the token leaves open, within their schema:
+dashboards.public.endpoint_pages).
 
 The locked properties are event property filters, as a query's `properties` are; they are ANDed into every tile's
 query, and the locked dates replace its range. Nothing the page's URL says can widen them: the only thing a viewer
@@ -20,22 +32,26 @@ one, or the locked one itself; any other is snapped to the nearest of those (`vi
 
 import datetime as dt
 import logging
-from dataclasses import dataclass
-from typing import Annotated, Literal
+from dataclasses import dataclass, field
+from typing import Annotated, Any
 from zoneinfo import ZoneInfo
 
 import jwt
 from django.utils import timezone
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from dashboards.core.models import Dashboard, Insight
 from dashboards.core.results import refresh_period_start
 from dashboards.public.models import EmbedSecret
 from dashboards.public.ranges import VIEWER_RANGES, range_start
 from dashboards.public.services import embed_secret_value
+from pipelines.endpoints.models import NAME_PATTERN, Endpoint, EndpointVersion
+from pipelines.endpoints.parameters import ParameterError, validate_some
+from pipelines.endpoints.services import endpoint_version
 from pipelines.query.dates import ALL_SINCE, resolve
 from pipelines.query.errors import QueryError
 from pipelines.query.nodes import EventPropertyFilter
+from workspace.api.exceptions import NotFoundError
 from workspace.secrets import InvalidToken
 
 logger = logging.getLogger(__name__)
@@ -48,6 +64,7 @@ CLOCK_SKEW = dt.timedelta(seconds=60)
 # Longer tokens are refused unread (a URL this long is no token this service asks for).
 MAX_TOKEN_LENGTH = 8192
 MAX_LOCKED_PROPERTIES = 20
+MAX_LOCKED_PARAMETERS = 50  # as many as an endpoint takes (pipelines.endpoints.parameters.MAX_PARAMETERS)
 # Where a token lets its viewer pick a date range but locks no start, the viewer looks back at most this far.
 VIEWER_MAX_LOOKBACK_DAYS = 90
 # What `all` starts at when locked dates are checked: the earliest it ever starts (the query layer's `all` starts at the
@@ -58,28 +75,74 @@ LockedDate = Annotated[str, Field(min_length=1, max_length=64)]
 
 
 class Locked(BaseModel):
-    """What a token locks: property filters ANDed into every query, and the dates in force (None: the tiles' own)."""
+    """What a token locks: of a dashboard or an insight, property filters ANDed into every query, and the dates in
+    force (None: the tiles' own); of an endpoint, the values of some of its parameters. Which of these a token may
+    say depends on its resource (`Claims`); each is None where not said."""
 
-    model_config = ConfigDict(strict=True, frozen=True)
+    model_config = ConfigDict(strict=True, frozen=True, extra="forbid")
 
-    properties: list[EventPropertyFilter] = Field(max_length=MAX_LOCKED_PROPERTIES)
+    properties: list[EventPropertyFilter] | None = Field(default=None, max_length=MAX_LOCKED_PROPERTIES)
     date_from: LockedDate | None = None
     date_to: LockedDate | None = None
+    # Values are checked against the endpoint's schema once it is found (`_endpoint`).
+    parameters: dict[Annotated[str, Field(max_length=64)], Any] | None = Field(
+        default=None, max_length=MAX_LOCKED_PARAMETERS
+    )
+
+
+ResourceId = Annotated[int, Field(gt=0, lt=2**63)]
+
+
+class DashboardResource(BaseModel):
+    model_config = ConfigDict(strict=True, frozen=True, extra="forbid")
+
+    dashboard: ResourceId
+
+
+class InsightResource(BaseModel):
+    model_config = ConfigDict(strict=True, frozen=True, extra="forbid")
+
+    insight: ResourceId
+
+
+class EndpointResource(BaseModel):
+    """An endpoint by its name, at `version` (None: its latest when the page is viewed)."""
+
+    model_config = ConfigDict(strict=True, frozen=True, extra="forbid")
+
+    endpoint: Annotated[str, Field(pattern=NAME_PATTERN, max_length=128)]
+    version: ResourceId | None = None
 
 
 class Claims(BaseModel):
     """The claims of an embed token, as the module's docstring shows them. Strict: a number is no boolean, a string
-    no number; claims a signer may add besides these (`iat`, `nbf`, ...) are ignored."""
+    no number; claims a signer may add besides these (`iat`, `nbf`, ...) are ignored.
+
+    Exactly one resource. A dashboard or an insight locks `properties` (required) and perhaps dates, never
+    parameters; an endpoint locks `parameters` only (perhaps none), and lets its viewer pick no date range: its query
+    and its dates are the publisher's, and what a viewer may change is the parameters the token leaves open."""
 
     model_config = ConfigDict(strict=True, frozen=True, allow_inf_nan=False)
 
-    # Exactly one resource: {"dashboard": id} or {"insight": id}.
-    resource: dict[Literal["dashboard", "insight"], Annotated[int, Field(gt=0, lt=2**63)]] = Field(
-        min_length=1, max_length=1
-    )
+    resource: DashboardResource | InsightResource | EndpointResource
     locked: Locked
     viewer_date_range: bool = False
     exp: float
+
+    @model_validator(mode="after")
+    def _locks_fit_the_resource(self):
+        locked = self.locked
+        if isinstance(self.resource, EndpointResource):
+            if locked.properties is not None or locked.date_from is not None or locked.date_to is not None:
+                raise ValueError("an endpoint locks parameters only")
+            if self.viewer_date_range:
+                raise ValueError("an endpoint's viewer picks parameters, not a date range")
+        else:
+            if locked.properties is None:
+                raise ValueError("locked.properties is required")
+            if locked.parameters is not None:
+                raise ValueError("only an endpoint has parameters")
+        return self
 
 
 class EmbedRefused(Exception):
@@ -89,7 +152,8 @@ class EmbedRefused(Exception):
 @dataclass(frozen=True)
 class Embed:
     """What a verified token grants: one dashboard (its shown tiles) or one insight, of the secret's project, with
-    `properties` ANDed into every query and `date_from` / `date_to` (when locked) in force."""
+    `properties` ANDed into every query and `date_from` / `date_to` (when locked) in force; or one endpoint's version
+    (`endpoint`, `published`: the Endpoint itself for its latest) run with the `parameters` it locks."""
 
     secret: EmbedSecret
     dashboard: Dashboard | None
@@ -99,6 +163,9 @@ class Embed:
     date_to: str | None
     viewer_date_range: bool
     expires_at: dt.datetime
+    endpoint: Endpoint | None = None
+    published: Endpoint | EndpointVersion | None = None
+    parameters: dict = field(default_factory=dict)
 
     @property
     def project(self):
@@ -134,6 +201,9 @@ def embed_from_token(token: str, *, now: dt.datetime | None = None) -> Embed:
         raise EmbedRefused("exp too far ahead")
     if not secret.project.organization.allow_publicly_shared_resources:
         raise EmbedRefused("public pages are off")
+    expires_at = dt.datetime.fromtimestamp(claims.exp, tz=dt.UTC)
+    if isinstance(claims.resource, EndpointResource):
+        return _endpoint_embed(secret, claims, expires_at)
     dashboard, insight = _resource(claims.resource, secret.project)
     embed = Embed(
         secret=secret,
@@ -143,7 +213,7 @@ def embed_from_token(token: str, *, now: dt.datetime | None = None) -> Embed:
         date_from=claims.locked.date_from,
         date_to=claims.locked.date_to,
         viewer_date_range=claims.viewer_date_range,
-        expires_at=dt.datetime.fromtimestamp(claims.exp, tz=dt.UTC),
+        expires_at=expires_at,
     )
     if embed.date_from is not None or embed.date_to is not None:
         try:
@@ -182,7 +252,8 @@ def embed_token(
     kid: str,
     secret: str,
     resource: dict,
-    properties: list[dict],
+    properties: list[dict] | None = None,
+    parameters: dict | None = None,
     date_from: str | None = None,
     date_to: str | None = None,
     viewer_date_range: bool = False,
@@ -190,8 +261,9 @@ def embed_token(
     now: dt.datetime | None = None,
 ) -> str:
     """A token as a customer's server signs one (what `manage.py embed_url` prints a link with): HS256 with the
-    secret, its `kid` in the header."""
-    locked = {"properties": properties}
+    secret, its `kid` in the header. An endpoint's token locks `parameters`; a dashboard's or an insight's,
+    `properties` (none: an empty list)."""
+    locked = {"parameters": parameters or {}} if "endpoint" in resource else {"properties": properties or []}
     if date_from is not None:
         locked["date_from"] = date_from
     if date_to is not None:
@@ -205,8 +277,39 @@ def embed_token(
     return jwt.encode(claims, secret, algorithm=ALGORITHM, headers={"kid": kid})
 
 
-def _resource(resource: dict, project) -> tuple[Dashboard | None, Insight | None]:
-    [(kind, pk)] = resource.items()
+def _endpoint_embed(secret: EmbedSecret, claims: Claims, expires_at: dt.datetime) -> Embed:
+    """The embed of the endpoint the claims name, in the secret's project, at the version they pin (else its
+    latest), with the parameters they lock checked against that version's schema: a name the schema does not have,
+    or a value outside its schema, grants nothing."""
+    resource = claims.resource
+    endpoint = Endpoint.objects.filter(project=secret.project, name=resource.endpoint).first()
+    if endpoint is None:
+        raise EmbedRefused("no such endpoint in the secret's project")
+    endpoint.project = secret.project
+    try:
+        published = endpoint_version(endpoint, resource.version)
+        locked = validate_some(published.parameters, claims.locked.parameters or {})
+    except NotFoundError:
+        raise EmbedRefused(f"endpoint {endpoint.name} has no version {resource.version}") from None
+    except ParameterError as error:
+        raise EmbedRefused(f"locked parameter {error.attr}: {error.detail}") from None
+    return Embed(
+        secret=secret,
+        dashboard=None,
+        insight=None,
+        properties=[],
+        date_from=None,
+        date_to=None,
+        viewer_date_range=False,
+        expires_at=expires_at,
+        endpoint=endpoint,
+        published=published,
+        parameters=locked,
+    )
+
+
+def _resource(resource: DashboardResource | InsightResource, project) -> tuple[Dashboard | None, Insight | None]:
+    [(kind, pk)] = resource.model_dump().items()
     model = Dashboard if kind == "dashboard" else Insight
     found = model.objects.filter(project=project, deleted=False, pk=pk).first()
     if found is None:
