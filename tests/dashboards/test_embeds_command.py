@@ -89,3 +89,56 @@ def test_mistakes_are_explained(dashboard, args, message):
         args = ["--dashboard", str(dashboard.pk), *args]
     with pytest.raises(CommandError, match=message):
         embed_url(*args)
+
+
+ENDPOINT_PARAMETERS = {
+    "type": "object",
+    "properties": {"country": {"type": "string", "enum": ["DE", "FR"]}, "min_n": {"type": "integer", "default": 0}},
+    "required": ["country"],
+}
+
+
+@pytest.fixture
+def endpoint(project, alice):
+    from pipelines.endpoints.services import endpoint_create
+
+    query = {
+        "kind": "HogQLQuery",
+        "query": "SELECT count() AS n FROM events WHERE properties.country = {variables.country} "
+        "AND properties.n >= {variables.min_n}",
+    }
+    return endpoint_create(actor=alice, project=project, name="by-country", query=query, parameters=ENDPOINT_PARAMETERS)
+
+
+def test_an_endpoints_link_locks_its_parameters(endpoint, project, alice):
+    embed_secret_create(actor=alice, project=project, name="Portal")
+    lines = embed_url(
+        "--endpoint", "by-country", "--project", str(project.pk), "--parameter", "country=DE", "--parameter", "min_n=5"
+    )
+    claims = jwt.decode(urlsplit(lines[-1]).path.removeprefix("/embed/"), options={"verify_signature": False})
+    assert claims["resource"] == {"endpoint": "by-country"}
+    assert claims["locked"] == {"parameters": {"country": "DE", "min_n": 5}}
+    body = Client().get(urlsplit(lines[-1]).path, {"format": "json", "country": "FR"}).json()
+    assert body["parameters"] == {"country": "DE", "min_n": 5}
+
+    pinned = embed_url("--endpoint", "by-country", "--project", str(project.pk), "--endpoint-version", "1")
+    claims = jwt.decode(urlsplit(pinned[-1]).path.removeprefix("/embed/"), options={"verify_signature": False})
+    assert claims["resource"] == {"endpoint": "by-country", "version": 1} and claims["locked"] == {"parameters": {}}
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--endpoint", "by-country"], "needs --project"),
+        (["--endpoint", "nope", "--project", "{project}"], "has no endpoint 'nope'"),
+        (["--endpoint", "by-country", "--project", "{project}", "--parameter", "country=ES"], "locked parameter"),
+        (["--endpoint", "by-country", "--project", "{project}", "--parameter", "nothing"], "NAME=VALUE"),
+        (["--endpoint", "by-country", "--project", "{project}", "--endpoint-version", "7"], "no version 7"),
+        (["--endpoint", "by-country", "--project", "{project}", "--property", "a=b"], "parameters only"),
+        (["--dashboard", "{dashboard}", "--parameter", "country=DE"], "for an --endpoint"),
+    ],
+)
+def test_mistakes_with_an_endpoint_are_explained(endpoint, dashboard, project, args, message):
+    args = [arg.format(project=project.pk, dashboard=dashboard.pk) for arg in args]
+    with pytest.raises(CommandError, match=message):
+        embed_url(*args)
