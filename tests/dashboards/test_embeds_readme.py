@@ -17,13 +17,22 @@ from django.test import Client
 from dashboards.public.models import EmbedSecret
 from tests import live
 from tests.dashboards.factories import DashboardFactory, DashboardTileFactory
-from tests.workspace.test_readme_walkthrough import demo_key  # noqa: F401 - a fixture: the demo, as `make run` makes it
+from tests.workspace.test_readme_walkthrough import (  # noqa: F401 - demo_key: the demo, as `make run` makes it
+    block,
+    demo_key,
+    needs_venv,
+    run_block,
+)
 
 HEADING = "## Embedding a dashboard"
+ENDPOINT_PART = "Embedding an endpoint"
 
 
-def blocks(language: str) -> list[str]:
+def blocks(language: str, *, part: str = "") -> list[str]:
+    """The section's blocks in `language`: of its own text (before its first `###`), or of its part `### {part}`."""
     section = (live.ROOT / "README.md").read_text().split(f"\n{HEADING}\n", 1)[1].split("\n## ", 1)[0]
+    section = section.split(f"\n### {part}\n", 1)[1] if part else section
+    section = section.split("\n### ", 1)[0]
     return re.findall(rf"```{language}\n(.*?)```", section, re.S)
 
 
@@ -118,3 +127,51 @@ def test_the_landing_page_tells_of_charts_sharing_and_embedding(db):
     page = Client().get("/").content.decode()
     for words in ("Charts.", "Sharing.", "Embedding.", "/embed/&lt;token&gt;", "embed_secrets", "manage.py embed_url"):
         assert words in page
+
+
+def test_the_endpoint_snippet_signs_a_link_that_keeps_its_parameter_locked(project, alice):
+    """The part on endpoints: its snippet, with the first snippet's names, locks `event` and leaves `since` open."""
+    from dashboards.public.services import embed_secret_create
+    from pipelines.endpoints.services import endpoint_create
+
+    secret, raw = embed_secret_create(actor=alice, project=project, name="Portal")
+    endpoint_create(
+        actor=alice,
+        project=project,
+        name="daily-events",
+        query={
+            "kind": "HogQLQuery",
+            "query": "SELECT count() AS n FROM events WHERE event = {variables.event} "
+            "AND timestamp >= {variables.since}",
+        },
+        parameters={
+            "type": "object",
+            "required": ["since"],
+            "properties": {"event": {"type": "string"}, "since": {"type": "string", "format": "date"}},
+        },
+    )
+    [signing] = blocks("python")
+    [snippet] = blocks("python", part=ENDPOINT_PART)
+    namespace = {}
+    exec(signing + "\n" + snippet, namespace)  # noqa: S102 - the README's own code
+    namespace.update(EMBED_KID=secret.kid, EMBED_SECRET=raw)
+    path = urlsplit(namespace["endpoint_embed_url"]("signed_up")).path
+
+    body = Client().get(path, {"format": "json", "since": "2024-01-01", "event": "$pageview"}).json()
+
+    assert body["parameters"] == {"event": "signed_up", "since": "2024-01-01"}
+    assert body["locked"] == {"parameters": {"event": "signed_up"}}
+
+
+@needs_venv
+def test_the_endpoint_block_runs_as_written_after_the_endpoints_one(start_live_service, demo_key):  # noqa: F811
+    service = start_live_service(server="runserver")
+    run_block(block("## Endpoints"), service, demo_key)  # publishes daily-events
+    [script] = blocks("sh", part=ENDPOINT_PART)
+
+    first, tried, refused = (json.loads(line) for line in run_block(script, service, demo_key))
+
+    assert first["columns"] == ["day", "n"] and first["parameters"]["event"] == "$pageview"
+    assert first["locked"] == {"parameters": {"event": "$pageview"}}
+    assert tried == first
+    assert (refused["code"], refused["attr"]) == ("invalid_format", "/since")
