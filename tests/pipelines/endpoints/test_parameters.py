@@ -13,6 +13,7 @@ from pipelines.endpoints.parameters import (
     placeholders,
     samples,
     validate,
+    validate_some,
 )
 
 EVERY_KEYWORD = {
@@ -204,3 +205,25 @@ def test_samples_are_valid_values():
     values = samples(check_schema(EVERY_KEYWORD))
     assert validate(EVERY_KEYWORD, values)["country"] == "DE"
     assert values["since"] == "2024-01-01" and values["limit_n"] == 5 and values["ratio"] == 0.0
+
+
+def test_some_values_are_checked_alone_with_no_default_and_nothing_required():
+    """What an embed's token locks: a few parameters' values, each against its own schema."""
+    assert validate_some(EVERY_KEYWORD, {"limit_n": 3.0, "flag": True}) == {"limit_n": 3, "flag": True}
+    assert validate_some(EVERY_KEYWORD, {}) == {}
+
+
+@pytest.mark.parametrize(
+    "given, attr, code",
+    [
+        ({"city": "Berlin"}, "/city", "unknown_parameter"),
+        ({"country": "ES"}, "/country", "invalid_choice"),
+        ({"limit_n": "3"}, "/limit_n", "invalid_type"),
+        ({"since": "yesterday"}, "/since", "invalid_format"),
+        ({"code": "x" * 1001}, "/code", "max_length"),
+    ],
+)
+def test_some_values_are_refused_by_their_pointer(given, attr, code):
+    with pytest.raises(ParameterError) as refused:
+        validate_some(EVERY_KEYWORD, given)
+    assert (refused.value.attr, refused.value.code) == (attr, code)
