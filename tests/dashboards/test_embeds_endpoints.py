@@ -21,6 +21,7 @@ from pipelines.endpoints.models import EndpointUsage
 from pipelines.endpoints.services import endpoint_create, endpoint_delete, endpoint_update
 from tests.pipelines.factories import EventFactory
 from tests.pipelines.query.conftest import add_event
+from tests.workspace.test_content_security_policy import assert_page_works_under_its_policy
 
 QUERY = {
     "kind": "HogQLQuery",
@@ -331,6 +332,10 @@ class TestThePage:
         assert "X-Frame-Options" not in response and response["Referrer-Policy"] == "no-referrer"
         assert "no-store" in response["Cache-Control"] and "ETag" not in response
 
+    def test_it_works_under_its_content_security_policy(self, project, alice, endpoint):
+        nowhere = embed_secret_create(actor=alice, project=project, name="Nowhere")  # framed nowhere: 'none'
+        assert_page_works_under_its_policy(get(sign(nowhere)))
+
     def test_views_are_throttled_per_address(self, portal, endpoint, monkeypatch):
         monkeypatch.setattr(SharedPageViewThrottle, "THROTTLE_RATES", {"shared_page_view": "2/minute"})
         token = sign(portal)
@@ -339,19 +344,18 @@ class TestThePage:
         refused = data(token)
         assert refused.status_code == 429 and int(refused["Retry-After"]) >= 1
 
-    def test_the_page_reads_three_rows(self, portal, endpoint, django_assert_num_queries):
+    def test_the_page_reads_three_rows_four_when_pinned(self, portal, endpoint, alice, django_assert_num_queries):
         token = sign(portal)
         get(token)  # the result is cached, and the hour's usage row exists
 
         # the secret (with its project and organization), the endpoint, the usage counter's UPDATE
         with django_assert_num_queries(3):
             assert get(token).status_code == 200
-        # a pinned earlier version: its row too
-        endpoint_update(actor=endpoint.created_by, endpoint=endpoint, description="Changed", parameters=PARAMETERS)
-        endpoint.refresh_from_db()
+        # a pinned earlier version: its kept row too
+        endpoint_update(actor=alice, endpoint=endpoint, query={**QUERY, "query": QUERY["query"] + " LIMIT 5"})
         pinned = sign(portal, resource={"endpoint": "by-country", "version": 1})
         get(pinned)
-        with django_assert_num_queries(3):
+        with django_assert_num_queries(4):
             assert get(pinned).status_code == 200
 
 
