@@ -287,6 +287,28 @@ class TestThePage:
         assert 'input type="text"' in tag("who")
         assert "<td>2024-03-01</td>" in html and "<td>ann</td>" in html
 
+    def test_a_query_of_another_kind_shows_its_results_as_rows(self, portal, project, alice):
+        add_event(project, timezone.now() - dt.timedelta(days=1))
+        endpoint_create(
+            actor=alice,
+            project=project,
+            name="views",
+            query={
+                "kind": "TrendsQuery",
+                "series": [{"kind": "EventsNode", "event": "$pageview", "math": "total"}],
+                "dateRange": {"date_from": "{variables.since}"},
+            },
+            parameters={"type": "object", "properties": {"since": {"type": "string", "default": "-7d"}}},
+        )
+        token = sign(portal, resource={"endpoint": "views"}, locked={"parameters": {}})
+
+        html = get(token).content.decode()
+        body = data(token, "since=-3d").json()
+
+        assert '<th scope="col">count</th>' in html and "1 row." in html
+        assert body["parameters"] == {"since": "-3d"} and body["results"][0]["count"] == 1
+        assert body["columns"] is None
+
     def test_a_wrong_open_parameter_is_shown_inline_with_a_400(self, portal, endpoint):
         response = get(sign(portal), "min_n=ten")
 
