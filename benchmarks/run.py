@@ -132,6 +132,7 @@ class Result:
     queries: int | None = None
     writes: int | None = None  # queries that write, of those
     cpu_ms: float | None = None  # CPU time of the server's workers per request
+    faults: float | None = None  # minor page faults of the server's workers per request
     floor_rps: float | None = None  # the mean of the floor's rounds beside this endpoint
     ratio: float | None = None  # the median of the rounds' floor rps / service rps
     notes: list[str] = field(default_factory=list)
@@ -727,13 +728,15 @@ def service_load(service: "Server", endpoint: Endpoint, fixtures: dict) -> Load:
 
 def drive(driver: str, load: Load, seconds: float) -> Result:
     """Load on its server for `seconds`; the result has the CPU time its workers spent per request."""
-    before = worker_cpu_seconds(load.server.process.pid)
+    cpu, faults = worker_usage(load.server.process.pid)
     if driver == "wrk":
         result = drive_wrk(load, seconds)
     else:
         result = drive_python(load, seconds)
     if result.requests:
-        result.cpu_ms = (worker_cpu_seconds(load.server.process.pid) - before) / result.requests * 1000
+        cpu_after, faults_after = worker_usage(load.server.process.pid)
+        result.cpu_ms = (cpu_after - cpu) / result.requests * 1000
+        result.faults = (faults_after - faults) / result.requests
     return result
 
 
@@ -761,6 +764,7 @@ def beside_floor(driver: str, load: Load, floor: Load, args) -> tuple[Result, li
         errors=sum(run.errors for run in served),
         statuses=sum(run.statuses for run in served),
         cpu_ms=sum((run.cpu_ms or 0) * run.requests for run in served) / requests if requests else None,
+        faults=sum((run.faults or 0) * run.requests for run in served) / requests if requests else None,
         floor_rps=statistics.mean(paired.rps for paired in floors),
         ratio=statistics.median(ratios),
     )
@@ -769,25 +773,29 @@ def beside_floor(driver: str, load: Load, floor: Load, args) -> tuple[Result, li
     return result, floors
 
 
-def worker_cpu_seconds(master: int) -> float:
-    """CPU time (user and system) of the gunicorn master's worker processes so far, live or replaced, from /proc
-    (0 elsewhere).
+def worker_usage(master: int) -> tuple[float, int]:
+    """CPU time (user and system) and minor page faults of the gunicorn master's worker processes so far, live or
+    replaced, from /proc (0 elsewhere).
 
-    Unlike rps, it barely depends on how many cores the rest of the machine leaves free; the database's time is
-    not in it."""
+    Unlike rps, CPU time barely depends on how many cores the rest of the machine leaves free; the database's time is
+    not in it. Page faults in a steady stream of requests mean memory given back and taken again on every request
+    (an allocator, or CPython 3.11's frame stack freeing the chunk a call crossed into, python/cpython#142183)."""
     ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-    total = 0
+    total, faults = 0, 0
     for entry in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = entry.read_text().rsplit(")", 1)[1].split()
         except (OSError, IndexError):
             continue
-        if int(fields[1]) == master:  # fields[1] is the parent's pid; utime and stime are fields[11] and [12]
+        # fields[1] is the parent's pid; minflt, cminflt, utime, stime, cutime, cstime are fields[7], [8], [11]-[14]
+        if int(fields[1]) == master:
             total += int(fields[11]) + int(fields[12])
+            faults += int(fields[7])
         elif entry.parent.name == str(master):
             # Workers replaced after max_requests: the master has reaped them, and their time is its children's.
             total += int(fields[13]) + int(fields[14])
-    return total / ticks
+            faults += int(fields[8])
+    return total / ticks, faults
 
 
 def drive_wrk(load: Load, seconds: float) -> Result:
@@ -977,9 +985,11 @@ def report(
             continue
         flag = "" if result.ratio <= endpoint.target else f"  over {endpoint.target:g}x"
         cpu = statistics.mean(run.cpu_ms or 0 for run in floors[endpoint.name])
+        faults = statistics.mean(run.faults or 0 for run in floors[endpoint.name])
         print(
-            f"{SUMMARIES[endpoint.name]}: {result.ratio:.2f}x (target <= {endpoint.target:g}x; CPU per request "
-            f"{result.cpu_ms or 0:.1f} ms beside {cpu:.1f} ms){flag}"
+            f"{SUMMARIES[endpoint.name]}: {result.ratio:.2f}x (target <= {endpoint.target:g}x; per request CPU "
+            f"{result.cpu_ms or 0:.1f} ms beside {cpu:.1f} ms, page faults {result.faults or 0:.0f} beside "
+            f"{faults:.0f}){flag}"
         )
     cached, bare = results.get(QUERY_DASHBOARD), results.get(BARE_DASHBOARD)
     if cached and bare:
