@@ -24,7 +24,10 @@ endpoint beside its floor measured in the same run: the SQL statements its reque
    lists and reads within 3x of their floors, writes within 5x, p99 under 100 ms for every read; then the deep page
    against the first (within 1.3x), the dashboard of 6 cached tiles against the same dashboard without results
    (within 1.2x), the MCP tool call `dashboard-get` against the REST read of the same dashboard (within 1.5x), the
-   query rows' p50s, their floors' and the ratios (benchmarks/queries.py). The last line is the
+   same read with an OAuth token against a personal key's (within 1.1x), an endpoint run from the cache and its 304
+   against the auth floor (within 2x and 1.2x), each with both sides' CPU time and page faults per request; the
+   query rows' p50s, their floors' and the ratios (benchmarks/queries.py), and an endpoint computed against the
+   same query through /query/ (within 1.1x, benchmarks/endpoints.py). The last line is the
    worst list ratio.
    Targets are printed, not enforced: the machine is shared and the figures are noisy. The exit status is 1 only
    when something failed (errors, non-2xx answers, a floor that could not replay a request).
