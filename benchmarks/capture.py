@@ -77,19 +77,48 @@ class NotReplayable(Exception):
     pass
 
 
-def capture(client, method: str, path: str, body: str | None = None) -> Captured:
-    """The statements of one request (`client` an APIClient with its credentials), sent as the endpoint is driven."""
+def capture(client, method: str, path: str, body: str | None = None, headers: dict | None = None) -> Captured:
+    """The statements of one request (`client` an APIClient with its credentials), sent as the endpoint is driven
+    (with `headers` besides, e.g. `If-None-Match`)."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
     send = getattr(client, method.lower())
     with CaptureQueriesContext(connection) as captured:
-        response = send(path, data=body, content_type="application/json", HTTP_ACCEPT="application/json")
+        response = send(
+            path, data=body, content_type="application/json", HTTP_ACCEPT="application/json", headers=headers
+        )
+    return Captured(_replayable(captured, f"{method} {path}"), response.status_code, response.content)
+
+
+def capture_authentication(key: str) -> Captured:
+    """The statements that authenticating `Authorization: Bearer <key>` runs, and nothing else: a request to no view,
+    authenticated by the configured authentication classes (REST_FRAMEWORK's), after one unmeasured time (the key's
+    last-used stamp written). Replayed bare, it is the auth floor: what any request with that key costs at least."""
+    from django.db import connection
+    from django.test import RequestFactory
+    from django.test.utils import CaptureQueriesContext
+    from rest_framework.request import Request
+    from rest_framework.settings import api_settings
+
+    def authenticate() -> None:
+        request = RequestFactory().get("/api/", HTTP_AUTHORIZATION=f"Bearer {key}")
+        authenticators = [authentication() for authentication in api_settings.DEFAULT_AUTHENTICATION_CLASSES]
+        if Request(request, authenticators=authenticators).auth is None:
+            raise NotReplayable("the key did not authenticate")
+
+    authenticate()
+    with CaptureQueriesContext(connection) as captured:
+        authenticate()
+    return Captured(_replayable(captured, "authentication"), 200, b"")
+
+
+def _replayable(captured, what: str) -> list[str]:
     statements = []
     for query in captured.captured_queries:
         sql = query["sql"]
         if sql is None or re.match(r"^\d+ times: ", sql):
             # A statement Django could not render with its values, or one run for many parameter sets.
-            raise NotReplayable(f"{method} {path}: a statement the floor cannot replay: {sql!r:.200}")
+            raise NotReplayable(f"{what}: a statement the floor cannot replay: {sql!r:.200}")
         statements.append(sql)
-    return Captured(statements, response.status_code, response.content)
+    return statements

@@ -24,7 +24,10 @@ endpoint beside its floor measured in the same run: the SQL statements its reque
    lists and reads within 3x of their floors, writes within 5x, p99 under 100 ms for every read; then the deep page
    against the first (within 1.3x), the dashboard of 6 cached tiles against the same dashboard without results
    (within 1.2x), the MCP tool call `dashboard-get` against the REST read of the same dashboard (within 1.5x), the
-   query rows' p50s, their floors' and the ratios (benchmarks/queries.py). The last line is the
+   same read with an OAuth token against a personal key's (within 1.1x), an endpoint run from the cache and its 304
+   against the auth floor (within 2x and 1.2x), each with both sides' CPU time and page faults per request; the
+   query rows' p50s, their floors' and the ratios (benchmarks/queries.py), and an endpoint computed against the
+   same query through /query/ (within 1.1x, benchmarks/endpoints.py). The last line is the
    worst list ratio.
    Targets are printed, not enforced: the machine is shared and the figures are noisy. The exit status is 1 only
    when something failed (errors, non-2xx answers, a floor that could not replay a request).
@@ -90,10 +93,34 @@ class Endpoint:
     # The paths whose requests the floor replays (default: `paths`). A write's floor edits other rows, seeded alike,
     # so that neither finds the other's dead row versions or waits on the other's locks.
     floor_paths: list[str] | None = None
+    key: str = "key"  # which of the fixtures' credentials it sends as `Authorization: Bearer`
+    headers: dict[str, str] = field(default_factory=dict)  # sent with every request
+    # What it is measured beside, in alternating rounds: None for its own statements replayed bare; AUTH_FLOOR for the
+    # statements its credential's authentication runs, replayed bare; or another endpoint's name for that endpoint's
+    # requests to the service (the same read another way: through MCP, with another credential).
+    beside: str | None = None
+    target_ratio: float | None = None  # instead of its kind's target
 
     @property
     def target(self) -> float:
+        if self.target_ratio is not None:
+            return self.target_ratio
         return {"list": LIST_TARGET, "read": READ_TARGET, "write": WRITE_TARGET}[self.kind]
+
+
+AUTH_FLOOR = "auth"
+
+
+@dataclass
+class Load:
+    """Requests to drive: to which server, which paths in turn, with which credential, method, body and headers."""
+
+    server: "Server"
+    paths: list[str]
+    key: str
+    method: str = "GET"
+    body: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -108,6 +135,7 @@ class Result:
     queries: int | None = None
     writes: int | None = None  # queries that write, of those
     cpu_ms: float | None = None  # CPU time of the server's workers per request
+    faults: float | None = None  # minor page faults of the server's workers per request
     floor_rps: float | None = None  # the mean of the floor's rounds beside this endpoint
     ratio: float | None = None  # the median of the rounds' floor rps / service rps
     notes: list[str] = field(default_factory=list)
@@ -197,14 +225,19 @@ def main() -> int:
     else:
         analyze()
         print("reusing the seeded database")
+    from benchmarks import endpoints as products
     from benchmarks import queries as query_layer
 
-    fixtures = query_layer.add_fixtures(fixtures)
+    fixtures = products.add_fixtures(query_layer.add_fixtures(fixtures))
+    fixtures["endpoint_etag"] = products.etag_in_process(fixtures)
     endpoints = endpoint_list(fixtures)
     words = [word.strip() for word in args.only.split(",") if word.strip()]
     if words:
-        endpoints = [endpoint for endpoint in endpoints if any(word in endpoint.name for word in words)]
-    replays, floor_paths, captured = capture_floors(endpoints, fixtures["key"])
+        chosen = {endpoint.name for endpoint in endpoints if any(word in endpoint.name for word in words)}
+        # An endpoint measured beside another's requests brings that one along.
+        chosen |= {endpoint.beside for endpoint in endpoints if endpoint.name in chosen and endpoint.beside}
+        endpoints = [endpoint for endpoint in endpoints if endpoint.name in chosen]
+    replays, floor_paths, captured = capture_floors(endpoints, fixtures)
     statements_file = scratch / "floor-statements.json"
     statements_file.write_text(json.dumps(replays))
 
@@ -230,15 +263,26 @@ def main() -> int:
             if not_warm:
                 print(f"bench: {not_warm}")
                 failures += 1
+        if any(endpoint.name.startswith(ENDPOINT_RUN) for endpoint in endpoints):
+            not_warm = products.warm(service.url, fixtures)
+            if not_warm:
+                print(f"bench: {not_warm}")
+                failures += 1
+        by_name = {endpoint.name: endpoint for endpoint in endpoints}
         for endpoint in endpoints:
+            load = service_load(service, endpoint, fixtures)
+            if endpoint.beside in by_name:
+                paired_load = service_load(service, by_name[endpoint.beside], fixtures)
+            else:
+                paired_load = Load(floor, floor_paths[endpoint.name], fixtures["key"])
             if endpoint.kind != "write":  # a warm-up for reads, and for their floors
-                drive(driver, service, endpoint.paths, fixtures["key"], 1.0, endpoint.method, endpoint.body)
-                drive(driver, floor, floor_paths[endpoint.name], fixtures["key"], 1.0)
-            result, paired = beside_floor(driver, service, floor, endpoint, floor_paths[endpoint.name], fixtures, args)
+                drive(driver, load, 1.0)
+                drive(driver, paired_load, 1.0)
+            result, paired = beside_floor(driver, load, paired_load, args)
             floors[endpoint.name] = paired
             if result.requests < 5 * CONNECTIONS:  # too slow for percentiles in that time: once more, for longer
                 longer = max(args.duration * 4, 20)
-                again = drive(driver, service, endpoint.paths, fixtures["key"], longer, endpoint.method, endpoint.body)
+                again = drive(driver, load, longer)
                 result.p50, result.p95, result.p99 = again.p50, again.p95, again.p99
                 result.notes.append(f"percentiles of {again.requests} requests in {longer:g} s")
             result.queries, result.writes = captured[endpoint.name]
@@ -250,6 +294,9 @@ def main() -> int:
             query_rows = query_layer.measure(
                 service.url, fixtures["key"], fixtures, database_url, runs=max(1, args.query_runs)
             )
+        cold_row = None
+        if not words or any(word in "endpoint run cold" for word in words):
+            cold_row = products.measure_cold(service.url, fixtures, runs=max(1, args.query_runs))
         ingest_report = None
         if not words or any(word in "ingest" for word in words):
             ingest_report = ingest(
@@ -272,6 +319,7 @@ def main() -> int:
         args,
         time.monotonic() - started,
         query_rows=query_rows,
+        cold_row=cold_row,
     )
     if not failures:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -440,6 +488,7 @@ DASHBOARD_PATCH_BODY = json.dumps({"description": "Edited {n} times."})
 
 
 def endpoint_list(fixtures: dict) -> list[Endpoint]:
+    from benchmarks import endpoints as products
     from benchmarks import queries as query_layer
 
     organization = f"/api/organizations/{fixtures['organization_id']}"
@@ -471,7 +520,7 @@ def endpoint_list(fixtures: dict) -> list[Endpoint]:
         Endpoint("pipeline import apps", [f"{organization}/pipeline_import_apps/{page}"], "list"),
         Endpoint("events", [f"{project}/events/{page}"], "list"),
         Endpoint(DASHBOARD_DETAIL, [f"{project}/dashboards/{fixtures['dashboard_id']}/"], "read"),
-        # The same read as an MCP tool call (workspace/mcp/): one JSON-RPC POST, no session.
+        # The same read as an MCP tool call (workspace/mcp/): one JSON-RPC POST, no session; beside the REST read.
         Endpoint(
             MCP_DASHBOARD,
             ["/mcp"],
@@ -488,6 +537,36 @@ def endpoint_list(fixtures: dict) -> list[Endpoint]:
                     },
                 }
             ),
+            beside=DASHBOARD_DETAIL,
+            target_ratio=MCP_TARGET,
+        ),
+        # The same read with an OAuth access token (benchmarks/endpoints.py) beside the personal key's.
+        Endpoint(
+            OAUTH_DASHBOARD,
+            [f"{project}/dashboards/{fixtures['dashboard_id']}/"],
+            "read",
+            key="oauth_token",
+            beside=DASHBOARD_DETAIL,
+            target_ratio=products.OAUTH_TARGET,
+        ),
+        # An endpoint run with a project key, its result cached, and its 304, beside what authenticating that key
+        # costs at least (benchmarks/endpoints.py).
+        Endpoint(
+            f"{ENDPOINT_RUN} cached",
+            [products.run_path(fixtures)],
+            "read",
+            key="project_key",
+            beside=AUTH_FLOOR,
+            target_ratio=products.CACHED_TARGET,
+        ),
+        Endpoint(
+            f"{ENDPOINT_RUN} 304",
+            [products.run_path(fixtures)],
+            "read",
+            key="project_key",
+            headers={"If-None-Match": fixtures["endpoint_etag"]},
+            beside=AUTH_FLOOR,
+            target_ratio=products.NOT_MODIFIED_TARGET,
         ),
         Endpoint("insight detail", [f"{project}/insights/{fixtures['insight_id']}/"], "read"),
         Endpoint("users/@me", ["/api/users/@me/"], "read"),
@@ -517,37 +596,52 @@ def endpoint_list(fixtures: dict) -> list[Endpoint]:
 
 DASHBOARD_DETAIL = "dashboard detail"
 MCP_DASHBOARD = "mcp: dashboard-get"
+OAUTH_DASHBOARD = "dashboard detail (OAuth token)"
+ENDPOINT_RUN = "endpoint run"
+# The lines after the table for the rows measured beside something else than their own statements.
+SUMMARIES = {
+    MCP_DASHBOARD: "mcp dashboard-get / the same dashboard's REST read",
+    OAUTH_DASHBOARD: "the dashboard read with an OAuth token / with a personal key",
+    f"{ENDPOINT_RUN} cached": "endpoint run from the cache / its project key's auth floor",
+    f"{ENDPOINT_RUN} 304": "endpoint run's 304 / its project key's auth floor",
+}
 QUERY_DASHBOARD = "query: dashboard 6 tiles cached"
 BARE_DASHBOARD = "query: dashboard 6 tiles, no results"
 
 
-def capture_floors(endpoints: list[Endpoint], key: str) -> tuple[list[dict], dict[str, list[str]], dict]:
+def capture_floors(endpoints: list[Endpoint], fixtures: dict) -> tuple[list[dict], dict[str, list[str]], dict]:
     """Every endpoint's floor, captured in this process (benchmarks/capture.py): the replays for FLOOR_STATEMENTS,
-    each endpoint's floor paths (`/replay/<n>`, one per path of its floor), and its SQL statements per request and how
-    many of them write (INSERT, UPDATE, DELETE), from its first floor path's request."""
+    each endpoint's floor paths (`/replay/<n>`, one per path of its floor; none for an endpoint measured beside
+    another's requests), and its SQL statements per request and how many of them write (INSERT, UPDATE, DELETE), from
+    its first floor path's request. An endpoint beside AUTH_FLOOR has one replay: the statements its credential's
+    authentication runs."""
     from rest_framework.test import APIClient
 
-    from benchmarks.capture import capture
+    from benchmarks.capture import capture, capture_authentication
 
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
     replays, floor_paths, counts = [], {}, {}
     for endpoint in endpoints:
+        client = APIClient()
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {fixtures[endpoint.key]}")
         paths = endpoint.floor_paths or endpoint.paths
 
         def body(tag: str, endpoint=endpoint) -> str | None:
             return endpoint.body.replace("{n}", f"{tag}{os.getpid()}") if endpoint.body else None
 
-        capture(client, endpoint.method, paths[0], body("warm"))
+        capture(client, endpoint.method, paths[0], body("warm"), headers=endpoint.headers)
         floor_paths[endpoint.name] = []
         for number, path in enumerate(paths):
-            captured = capture(client, endpoint.method, path, body(f"floor{number}-"))
+            captured = capture(client, endpoint.method, path, body(f"floor{number}-"), headers=endpoint.headers)
             if captured.status >= 400:
                 raise SystemExit(f"bench: {endpoint.name}: {captured.status} in process: {captured.content[:300]!r}")
             if number == 0:
                 counts[endpoint.name] = (len(captured.statements), captured.writes)
-            floor_paths[endpoint.name].append(f"/replay/{len(replays)}")
-            replays.append(captured.replay())
+            if endpoint.beside is None:
+                floor_paths[endpoint.name].append(f"/replay/{len(replays)}")
+                replays.append(captured.replay())
+        if endpoint.beside == AUTH_FLOOR:
+            floor_paths[endpoint.name] = [f"/replay/{len(replays)}"]
+            replays.append(capture_authentication(fixtures[endpoint.key]).replay())
     return replays, floor_paths, counts
 
 
@@ -624,42 +718,44 @@ def check_replays(floor: Server, key: str, count: int) -> int:
 # --- load --------------------------------------------------------------------------------------------------------
 
 
-def drive(
-    driver: str,
-    server: "Server",
-    paths: list[str],
-    key: str,
-    seconds: float,
-    method: str = "GET",
-    body: str | None = None,
-) -> Result:
-    """Load on `server` for `seconds`; the result has the CPU time its workers spent per request."""
-    before = worker_cpu_seconds(server.process.pid)
+def service_load(service: "Server", endpoint: Endpoint, fixtures: dict) -> Load:
+    return Load(
+        service,
+        endpoint.paths,
+        fixtures[endpoint.key],
+        endpoint.method,
+        endpoint.body,
+        endpoint.headers,
+    )
+
+
+def drive(driver: str, load: Load, seconds: float) -> Result:
+    """Load on its server for `seconds`; the result has the CPU time its workers spent per request."""
+    cpu, faults = worker_usage(load.server.process.pid)
     if driver == "wrk":
-        result = drive_wrk(server.url, paths, key, seconds, method, body)
+        result = drive_wrk(load, seconds)
     else:
-        result = drive_python(server.url, paths, key, seconds, method, body)
+        result = drive_python(load, seconds)
     if result.requests:
-        result.cpu_ms = (worker_cpu_seconds(server.process.pid) - before) / result.requests * 1000
+        cpu_after, faults_after = worker_usage(load.server.process.pid)
+        result.cpu_ms = (cpu_after - cpu) / result.requests * 1000
+        result.faults = (faults_after - faults) / result.requests
     return result
 
 
-def beside_floor(driver, service, floor, endpoint, floor_paths, fixtures, args) -> tuple[Result, list[Result]]:
-    """The endpoint and its floor in alternating rounds (floor first, then service first, ...), so that a change in
-    the machine's load weighs on both alike; the ratio is the median of the rounds' ratios, which one slow second
-    does not move.
+def beside_floor(driver: str, load: Load, floor: Load, args) -> tuple[Result, list[Result]]:
+    """The endpoint and what it is measured beside (its floor, or another endpoint's requests) in alternating rounds
+    (floor first, then the endpoint first, ...), so that a change in the machine's load weighs on both alike; the
+    ratio is the median of the rounds' ratios, which one slow second does not move.
 
     The result's rps and CPU time are those of all its rounds together, p50 and p95 their medians, p99 the worst
     round's."""
     seconds = max(1.0, args.duration / max(1, args.rounds))
     served, floors = [], []
     for number in range(max(1, args.rounds)):
-        turns = [
-            (floors, floor, floor_paths, "GET", None),
-            (served, service, endpoint.paths, endpoint.method, endpoint.body),
-        ]
-        for runs, server, paths, method, body in turns[:: -1 if number % 2 else 1]:
-            runs.append(drive(driver, server, paths, fixtures["key"], seconds, method, body))
+        turns = [(floors, floor), (served, load)]
+        for runs, turn in turns[:: -1 if number % 2 else 1]:
+            runs.append(drive(driver, turn, seconds))
     requests = sum(run.requests for run in served)
     ratios = [paired.rps / run.rps if run.rps else float("inf") for paired, run in zip(floors, served, strict=True)]
     result = Result(
@@ -671,6 +767,7 @@ def beside_floor(driver, service, floor, endpoint, floor_paths, fixtures, args) 
         errors=sum(run.errors for run in served),
         statuses=sum(run.statuses for run in served),
         cpu_ms=sum((run.cpu_ms or 0) * run.requests for run in served) / requests if requests else None,
+        faults=sum((run.faults or 0) * run.requests for run in served) / requests if requests else None,
         floor_rps=statistics.mean(paired.rps for paired in floors),
         ratio=statistics.median(ratios),
     )
@@ -679,33 +776,39 @@ def beside_floor(driver, service, floor, endpoint, floor_paths, fixtures, args) 
     return result, floors
 
 
-def worker_cpu_seconds(master: int) -> float:
-    """CPU time (user and system) of the gunicorn master's worker processes so far, live or replaced, from /proc
-    (0 elsewhere).
+def worker_usage(master: int) -> tuple[float, int]:
+    """CPU time (user and system) and minor page faults of the gunicorn master's worker processes so far, live or
+    replaced, from /proc (0 elsewhere).
 
-    Unlike rps, it barely depends on how many cores the rest of the machine leaves free; the database's time is
-    not in it."""
+    Unlike rps, CPU time barely depends on how many cores the rest of the machine leaves free; the database's time is
+    not in it. Page faults in a steady stream of requests mean memory given back and taken again on every request
+    (an allocator, or CPython 3.11's frame stack freeing the chunk a call crossed into, python/cpython#142183)."""
     ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-    total = 0
+    total, faults = 0, 0
     for entry in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = entry.read_text().rsplit(")", 1)[1].split()
         except (OSError, IndexError):
             continue
-        if int(fields[1]) == master:  # fields[1] is the parent's pid; utime and stime are fields[11] and [12]
+        # fields[1] is the parent's pid; minflt, cminflt, utime, stime, cutime, cstime are fields[7], [8], [11]-[14]
+        if int(fields[1]) == master:
             total += int(fields[11]) + int(fields[12])
+            faults += int(fields[7])
         elif entry.parent.name == str(master):
             # Workers replaced after max_requests: the master has reaped them, and their time is its children's.
             total += int(fields[13]) + int(fields[14])
-    return total / ticks
+            faults += int(fields[8])
+    return total / ticks, faults
 
 
-def drive_wrk(base, paths, key, seconds, method, body) -> Result:
-    environment = {**os.environ, "BENCH_METHOD": method, "BENCH_PATHS": ",".join(paths)}
+def drive_wrk(load: Load, seconds: float) -> Result:
+    base, paths, body = load.server.url, load.paths, load.body
+    environment = {**os.environ, "BENCH_METHOD": load.method, "BENCH_PATHS": ",".join(paths)}
     if body is not None:
         environment["BENCH_BODY"] = body
     else:
         environment.pop("BENCH_BODY", None)
+    headers = [argument for name, value in load.headers.items() for argument in ("-H", f"{name}: {value}")]
     command = [
         "wrk",
         "-t2",
@@ -716,10 +819,11 @@ def drive_wrk(base, paths, key, seconds, method, body) -> Result:
         "-s",
         str(ROOT / "benchmarks" / "wrk.lua"),
         "-H",
-        f"Authorization: Bearer {key}",
+        f"Authorization: Bearer {load.key}",
         # What every client of the API accepts; /mcp refuses a request that does not say so (406).
         "-H",
         "Accept: application/json",
+        *headers,
         base + paths[0],
     ]
     output = subprocess.run(command, env=environment, capture_output=True, text=True, check=False).stdout
@@ -738,11 +842,12 @@ def drive_wrk(base, paths, key, seconds, method, body) -> Result:
     )
 
 
-def drive_python(base, paths, key, seconds, method, body) -> Result:
+def drive_python(load: Load, seconds: float) -> Result:
     """The wrk fallback: CONNECTIONS threads, each with one kept-alive http.client connection."""
     import http.client
 
-    address = urlsplit(base)
+    paths, method, body = load.paths, load.method, load.body
+    address = urlsplit(load.server.url)
     deadline = time.monotonic() + seconds
     latencies: list[float] = []
     errors = [0, 0]
@@ -755,7 +860,7 @@ def drive_python(base, paths, key, seconds, method, body) -> Result:
         while time.monotonic() < deadline:
             index = next(counter)
             payload = body.replace("{n}", f"{number}0{index}").encode() if body is not None else None
-            headers = {"Authorization": f"Bearer {key}", "Accept": "application/json"}
+            headers = {"Authorization": f"Bearer {load.key}", "Accept": "application/json", **load.headers}
             if payload is not None:
                 headers["Content-Type"] = "application/json"
             start = time.perf_counter()
@@ -801,7 +906,9 @@ def drive_python(base, paths, key, seconds, method, body) -> Result:
 # --- report ------------------------------------------------------------------------------------------------------
 
 
-def report(endpoints, results, floors, deep, ingest_report, driver, args, elapsed, *, query_rows=None) -> int:
+def report(
+    endpoints, results, floors, deep, ingest_report, driver, args, elapsed, *, query_rows=None, cold_row=None
+) -> int:
     threads = "" if args.threads is None else f", {args.threads} thread{'s' if args.threads != 1 else ''} each"
     print()
     print(
@@ -835,7 +942,12 @@ def report(endpoints, results, floors, deep, ingest_report, driver, args, elapse
         floor_errors = sum(run.errors + run.statuses for run in paired)
         if floor_errors:
             notes.append(f"{floor_errors} failed floor requests")
-        worst[endpoint.kind] = max(worst[endpoint.kind] or 0, ratio)
+        if endpoint.beside == AUTH_FLOOR:
+            notes.insert(0, "floor: its key's authentication only")
+        elif endpoint.beside:
+            notes.insert(0, f"beside {endpoint.beside}, not a floor")
+        else:  # the worst ratios are to the endpoints' own floors
+            worst[endpoint.kind] = max(worst[endpoint.kind] or 0, ratio)
         floor_p50 = statistics.median(run.p50 for run in paired)
         floor_cpu = statistics.mean(run.cpu_ms or 0 for run in paired)
         print(
@@ -851,6 +963,13 @@ def report(endpoints, results, floors, deep, ingest_report, driver, args, elapse
         failures += failed
         print()
         print("\n".join(lines))
+    if cold_row is not None:
+        from benchmarks import endpoints as products
+
+        lines, failed = products.report_cold(cold_row, args.query_runs)
+        failures += failed
+        print()
+        print("\n".join(lines))
     if ingest_report:
         failures += ingest_report["failed"]
         print()
@@ -863,11 +982,18 @@ def report(endpoints, results, floors, deep, ingest_report, driver, args, elapse
         slower = first.rps / results[deep_name].rps
         flag = "" if slower <= DEEP_TARGET else f"  over {DEEP_TARGET:g}x"
         print(f"dashboards offset {deep:,} / offset 0: {slower:.2f}x (target <= {DEEP_TARGET:g}x){flag}")
-    rest, mcp = results.get(DASHBOARD_DETAIL), results.get(MCP_DASHBOARD)
-    if rest and mcp:
-        slower = rest.rps / mcp.rps
-        flag = "" if slower <= MCP_TARGET else f"  over {MCP_TARGET:g}x"
-        print(f"mcp dashboard-get / the same dashboard's REST read: {slower:.2f}x (target <= {MCP_TARGET:g}x){flag}")
+    for endpoint in endpoints:
+        result = results.get(endpoint.name)
+        if result is None or endpoint.name not in SUMMARIES:
+            continue
+        flag = "" if result.ratio <= endpoint.target else f"  over {endpoint.target:g}x"
+        cpu = statistics.mean(run.cpu_ms or 0 for run in floors[endpoint.name])
+        faults = statistics.mean(run.faults or 0 for run in floors[endpoint.name])
+        print(
+            f"{SUMMARIES[endpoint.name]}: {result.ratio:.2f}x (target <= {endpoint.target:g}x; per request CPU "
+            f"{result.cpu_ms or 0:.1f} ms beside {cpu:.1f} ms, page faults {result.faults or 0:.0f} beside "
+            f"{faults:.0f}){flag}"
+        )
     cached, bare = results.get(QUERY_DASHBOARD), results.get(BARE_DASHBOARD)
     if cached and bare:
         from benchmarks.queries import CACHED_DASHBOARD_TARGET

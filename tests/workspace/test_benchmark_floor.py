@@ -12,8 +12,8 @@ import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from benchmarks import floor, queries
-from benchmarks.capture import capture
+from benchmarks import endpoints, floor, queries
+from benchmarks.capture import capture, capture_authentication
 from dashboards.core.models import Dashboard, Insight
 from organizations.models import Invite, Membership
 from pipelines.query.runner import run_query
@@ -113,6 +113,55 @@ def test_a_replay_that_fails_answers_500_and_leaves_no_transaction_open(replays,
     assert status == "500 Internal Server Error" and "no_such_table" in answer["detail"]
     assert call_floor("/replay/1")[0] == "200 OK"  # the kept connection is usable again
     assert call_floor("/replay/2")[0] == "404 Not Found"
+
+
+@pytest.mark.parametrize("credential", ["personal key", "project key", "OAuth token"])
+def test_the_auth_floor_replays_only_what_authenticating_the_key_runs(
+    replays, client, alice, organization, project, credential
+):
+    owner = UserFactory(email="bench@example.com")
+    MembershipFactory(organization=organization, user=owner, level=Membership.Level.OWNER)
+    fixtures = endpoints.add_fixtures({"project_id": project.pk})
+    key = {
+        "personal key": client._credentials["HTTP_AUTHORIZATION"].split()[1],
+        "project key": fixtures["project_key"],
+        "OAuth token": fixtures["oauth_token"],
+    }[credential]
+    captured = capture_authentication(key)
+    run = capture(client, "GET", f"/api/projects/{project.pk}/dashboards/?limit=100")
+    replays(captured)
+
+    status, rows = call_floor("/replay/0")
+
+    # One lookup (the key with what authentication needs of it), which the request's own statements begin with.
+    assert len(captured.statements) == 1 and captured.writes == 0
+    assert status == "200 OK" and len(rows) == 1 and len(rows[0]) == 1
+    if credential == "personal key":
+        assert run.statements[0] == captured.statements[0]
+
+
+def test_the_endpoint_rows_run_the_query_rows_trend_and_answer_304_to_its_etag(db, organization, project):
+    owner = UserFactory(email="bench@example.com")
+    MembershipFactory(organization=organization, user=owner, level=Membership.Level.OWNER)
+    add_events(project)
+    fixtures = endpoints.add_fixtures(endpoints.add_fixtures({"project_id": project.pk}))  # a rerun replaces it
+    etag = endpoints.etag_in_process(fixtures)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {fixtures['project_key']}")
+
+    again = client.get(endpoints.run_path(fixtures), HTTP_IF_NONE_MATCH=etag)
+    computed = client.get(endpoints.run_path(fixtures), HTTP_CACHE_CONTROL="no-cache")
+    through_query = client.post(
+        f"/api/projects/{project.pk}/query/",
+        {"query": endpoints.bound_query(), "refresh": "force_blocking"},
+        format="json",
+    )
+
+    assert again.status_code == 304
+    assert computed.status_code == 200 and "fwd=request" in computed["Cache-Status"]
+    assert through_query.status_code == 200 and through_query.json()["is_cached"] is False
+    assert computed.json()["results"] == through_query.json()["results"]  # the same query, the same numbers
+    assert client.get(f"/api/projects/{project.pk}/dashboards/").status_code == 403  # a project key: endpoints only
 
 
 # --- the query layer's rows (benchmarks/queries.py) ----------------------------------------------------------------
