@@ -96,6 +96,7 @@ def call_tool(name: str, arguments: dict) -> types.CallToolResult:
                 "attr": None,
             },
         )
+    arguments = {**arguments, **tool.fixed_arguments}  # a preset's, whatever the call says
     if arguments.get("dry_run") and not tool.dry_run and not tool.read_only:
         return error_result(
             400,

@@ -6,11 +6,15 @@ are the operation's `x-required-scopes` (workspace/api/schema.py); its annotatio
 reference's MCP server has a tool for the same operation, the tool has that name, so that prompts written for it work
 here; any other tool is named after its operationId. Nothing here is kept by hand beside a route: a new route is a
 new tool, and `tests/workspace/mcp/test_tools.py` checks that each name still maps to an operation.
+
+A reference tool whose operation here is another tool's with some arguments fixed is a *preset* of it (`PRESETS`):
+deleting is a PATCH of `deleted: true` (a hard DELETE is always refused, DECISIONS.md §6), so the reference's
+`dashboard-delete` is the dashboard PATCH with that body, and takes only what identifies the dashboard.
 """
 
 import json
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 METHODS = ("get", "post", "put", "patch", "delete")
@@ -25,6 +29,8 @@ REFERENCE_NAMES = {
     "projects_dashboards_reorder_tiles_create": "dashboard-reorder-tiles",
     "projects_insights_list": "insights-get-all",
     "projects_insights_retrieve": "insight-get",
+    "projects_insights_query_retrieve": "insight-query",
+    "projects_dashboards_add_insight_create": "add-insight-to-dashboard",
     "projects_insights_create": "insight-create-from-query",
     "projects_insights_partial_update": "insight-update",
     "projects_query_create": "query-run",
@@ -51,6 +57,35 @@ DRY_RUN_UNSUPPORTED = "No dry run: this operation cannot validate without acting
 
 
 @dataclass(frozen=True)
+class Preset:
+    """A reference tool that is an operation with some of its arguments fixed (the caller cannot change them)."""
+
+    operation_id: str
+    arguments: dict
+    description: str
+    destructive: bool
+
+
+SOFT_DELETE = {"body": {"deleted": True}}
+PRESETS = {
+    "dashboard-delete": Preset(
+        "projects_dashboards_partial_update",
+        SOFT_DELETE,
+        "Delete a dashboard: it is soft-deleted (`deleted: true`), so lists and reads no longer show it; "
+        "`dashboard-update` with `deleted: false` restores it.",
+        destructive=True,
+    ),
+    "insight-delete": Preset(
+        "projects_insights_partial_update",
+        SOFT_DELETE,
+        "Delete an insight: it is soft-deleted (`deleted: true`), so lists, reads and dashboards no longer show it; "
+        "`insight-update` with `deleted: false` restores it.",
+        destructive=True,
+    ),
+}
+
+
+@dataclass(frozen=True)
 class Tool:
     """One operation of the OpenAPI description as an MCP tool."""
 
@@ -66,6 +101,8 @@ class Tool:
     has_body: bool
     dry_run: bool = False
     annotations: dict = field(default_factory=dict)
+    # A preset's arguments, sent whatever the call says.
+    fixed_arguments: dict = field(default_factory=dict)
 
     @property
     def read_only(self) -> bool:
@@ -187,14 +224,41 @@ def build_tool(path: str, method: str, operation: dict, components: dict, *, nam
     )
 
 
+def preset_tool(tool: Tool, name: str, preset: Preset) -> Tool:
+    """`tool` with `preset`'s arguments fixed: they leave its input schema, and its description says what it does."""
+    fixed = set(preset.arguments)
+    schema = dict(tool.input_schema)
+    schema["properties"] = {key: value for key, value in schema["properties"].items() if key not in fixed}
+    if "required" in schema:
+        schema["required"] = [key for key in schema["required"] if key not in fixed]
+    if "$defs" in schema:  # only what the arguments left still name
+        refs: set[str] = set()
+        json_schema(schema["properties"], refs)
+        schema["$defs"] = {key: value for key, value in schema["$defs"].items() if key in refs}
+        if not schema["$defs"]:
+            del schema["$defs"]
+    sent = ", ".join(f"`{key}` {json.dumps(value)}" for key, value in preset.arguments.items())
+    lines = [preset.description, f"Operation: `{tool.method} {tool.path}` ({tool.operation_id}) with {sent}."]
+    lines.append(DRY_RUN_UNSUPPORTED if not tool.dry_run else "Dry run: pass `dry_run: true`.")
+    return replace(
+        tool,
+        name=name,
+        description="\n\n".join(lines),
+        input_schema=schema,
+        fixed_arguments=preset.arguments,
+        annotations={**tool.annotations, "destructiveHint": preset.destructive, "idempotentHint": True},
+    )
+
+
 def succeeds(operation: dict) -> bool:
     return any(str(status).startswith("2") for status in operation.get("responses", {}))
 
 
-def tools_from_schema(schema: dict) -> dict[str, Tool]:
+def tools_from_schema(schema: dict, presets: dict[str, Preset] | None = None) -> dict[str, Tool]:
     """Every operation of `schema` as a tool, by name. Left out: a PUT beside a PATCH of the same path (the same
     update with every field required: one more tool for an agent to tell apart, and nothing it can do more), and an
-    operation that never succeeds (a hard delete the API refuses, always a 405)."""
+    operation that never succeeds (a hard delete the API refuses, always a 405). Then `presets` (default `PRESETS`),
+    each another tool's operation with arguments fixed."""
     components = schema.get("components", {}).get("schemas", {})
     tools: dict[str, Tool] = {}
     for path, operations in schema.get("paths", {}).items():
@@ -206,6 +270,11 @@ def tools_from_schema(schema: dict) -> dict[str, Tool]:
             if name in tools:
                 raise ValueError(f"Two operations make the MCP tool {name!r}: name one in REFERENCE_NAMES.")
             tools[name] = build_tool(path, method, operation, components, name=name)
+    by_operation = {tool.operation_id: tool for tool in tools.values()}
+    for name, preset in (presets if presets is not None else PRESETS).items():
+        if name in tools or preset.operation_id not in by_operation:
+            raise ValueError(f"The preset {name!r} names a tool that exists, or an operation that does not.")
+        tools[name] = preset_tool(by_operation[preset.operation_id], name, preset)
     return dict(sorted(tools.items()))
 
 

@@ -4,7 +4,7 @@ scopes, and nothing is kept by hand beside a route."""
 import jsonschema
 import pytest
 
-from workspace.mcp.tools import REFERENCE_NAMES, catalogue, service_schema, succeeds, tools_from_schema
+from workspace.mcp.tools import PRESETS, REFERENCE_NAMES, Preset, catalogue, service_schema, succeeds, tools_from_schema
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +29,39 @@ def test_every_tool_is_an_operation_of_the_schema_with_its_scopes(operations):
         method, path, operation = operations[tool.operation_id]
         assert (tool.method, tool.path) == (method, path)
         assert list(tool.required_scopes) == operation["x-required-scopes"]
-        assert tool.description.startswith(operation["description"].strip())
+        if tool.name in PRESETS:
+            assert tool.fixed_arguments == PRESETS[tool.name].arguments
+            assert tool.description.startswith(PRESETS[tool.name].description)
+        else:
+            assert not tool.fixed_arguments
+            assert tool.description.startswith(operation["description"].strip())
+
+
+def test_the_reference_tools_without_an_operation_of_their_own_are_presets_or_actions(operations):
+    """The reference's `insight-query` and `add-insight-to-dashboard` are REST actions here; its deletes are the soft
+    delete (a PATCH of `deleted: true`), since a hard DELETE is always a 405."""
+    tools = catalogue()
+    assert (tools["insight-query"].method, tools["insight-query"].path) == (
+        "GET",
+        "/api/projects/{project_id}/insights/{id}/query/",
+    )
+    assert tools["add-insight-to-dashboard"].path == "/api/projects/{project_id}/dashboards/{id}/add_insight/"
+    for name, update in (("dashboard-delete", "dashboard-update"), ("insight-delete", "insight-update")):
+        delete = tools[name]
+        assert (delete.method, delete.path, delete.required_scopes) == (
+            "PATCH",
+            tools[update].path,
+            tools[update].required_scopes,
+        )
+        assert delete.fixed_arguments == {"body": {"deleted": True}}
+        assert "body" not in delete.input_schema["properties"] and "$defs" not in delete.input_schema
+        assert set(delete.input_schema["required"]) == {"project_id", "id"}
+        assert delete.annotations == {
+            "readOnlyHint": False,
+            "destructiveHint": True,
+            "idempotentHint": True,
+            "openWorldHint": False,
+        }
 
 
 def test_every_operation_is_a_tool_but_a_put_beside_a_patch_and_one_that_never_succeeds(schema, operations):
@@ -48,6 +80,7 @@ def test_the_reference_names_are_those_of_existing_operations(operations):
     names = {"dashboards-get-all", "dashboard-get", "dashboard-create", "dashboard-update", "insights-get-all"}
     names |= {"insight-get", "insight-create-from-query", "insight-update", "query-run", "organizations-get"}
     names |= {"organization-details-get", "projects-get", "event-definitions-list", "properties-list"}
+    names |= {"insight-query", "add-insight-to-dashboard", "dashboard-delete", "insight-delete"}
     assert names <= set(catalogue())
     assert catalogue()["dashboards-get-all"].path == "/api/projects/{project_id}/dashboards/"
 
@@ -56,7 +89,7 @@ def test_annotations_follow_the_method_and_the_scopes():
     tools = catalogue()
     for tool in tools.values():
         hints = tool.annotations
-        assert hints["destructiveHint"] == (tool.method == "DELETE")
+        assert hints["destructiveHint"] == (tool.method == "DELETE" or tool.name in PRESETS)
         if tool.method == "GET":
             assert hints["readOnlyHint"] and hints["idempotentHint"]
         if tool.method in ("PUT", "DELETE"):
@@ -131,7 +164,7 @@ def test_the_tools_of_a_small_schema():
             }
         },
     }
-    tools = tools_from_schema(schema)
+    tools = tools_from_schema(schema, presets={})
     assert set(tools) == {"things-retrieve", "things-partial-update"}
     patch = tools["things-partial-update"].input_schema
     assert patch["required"] == ["id"]
@@ -142,6 +175,17 @@ def test_the_tools_of_a_small_schema():
     }
     assert "if_match" in patch["properties"] and "idempotency_key" not in patch["properties"]
 
+    remove = Preset("things_partial_update", {"body": {"b": None}}, "Clear b.", destructive=True)
+    cleared = tools_from_schema(schema, presets={"thing-clear": remove})["thing-clear"]
+    assert (cleared.method, cleared.fixed_arguments) == ("PATCH", {"body": {"b": None}})
+    assert cleared.input_schema == {
+        "type": "object",
+        "properties": {"id": {"type": "integer"}, "if_match": patch["properties"]["if_match"]},
+        "required": ["id"],
+    }
+    with pytest.raises(ValueError, match="thing-gone"):
+        tools_from_schema(schema, presets={"thing-gone": Preset("things_destroy", {}, "Gone.", destructive=True)})
+
     schema["paths"]["/api/others/"] = {"get": {"operationId": "things_retrieve", "responses": ok}}
     with pytest.raises(ValueError, match="things-retrieve"):
-        tools_from_schema(schema)
+        tools_from_schema(schema, presets={})
