@@ -131,6 +131,7 @@ def test_a_key_is_looked_up_once_when_its_request_carries_an_idempotency_key(cli
         client.post("/api/organizations/", {"name": "Plain"}, format="json")
     with CaptureQueriesContext(connection) as keyed:
         create(client, name="Keyed", key="once")
+
     def lookups(captured) -> int:
         return sum("apikeys_personalapikey" in query["sql"] for query in captured.captured_queries)
 
