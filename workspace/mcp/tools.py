@@ -41,19 +41,18 @@ REFERENCE_NAMES = {
     "projects_property_definitions_list": "properties-list",
 }
 
-IF_MATCH = {
-    "type": "string",
-    "description": "Sent as the If-Match header: the ETag the object had when you read it. If it changed since, "
-    "nothing is changed and the call fails with 412 precondition_failed.",
-}
+# Said once per write tool, so said briefly (tools/list carries them all).
+IF_MATCH = {"type": "string", "description": "If-Match: the ETag you read; changed since, nothing changes (412)."}
 IDEMPOTENCY_KEY = {
     "type": "string",
     "minLength": 1,
     "maxLength": 255,
-    "description": "Sent as the Idempotency-Key header: a retry with the same key and arguments replays the first "
-    "answer instead of acting twice (kept 24 hours).",
+    "description": "Idempotency-Key: a retry with the same key and arguments replays the first answer (24 h).",
 }
-DRY_RUN_UNSUPPORTED = "No dry run: this operation cannot validate without acting, so a call changes data."
+DRY_RUN_UNSUPPORTED = "No dry run: a call changes data."
+# An enum longer than this is named by its size and a few of its values rather than listed: the time zones alone were
+# 10 KB per tool that takes one, and the service refuses a value outside it with a 400 naming the field.
+MAX_ENUM = 40
 
 
 @dataclass(frozen=True)
@@ -147,6 +146,90 @@ def json_schema(node, refs: set[str]):
     return converted
 
 
+def short_enums(node):
+    """`node` with each enum longer than MAX_ENUM replaced by its size and first values, in its description."""
+    if isinstance(node, list):
+        return [short_enums(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    shortened = {key: short_enums(value) for key, value in node.items()}
+    values = node.get("enum")
+    if isinstance(values, list) and len(values) > MAX_ENUM:
+        del shortened["enum"]
+        examples = ", ".join(f"`{value}`" for value in values[:3] if value is not None)
+        note = f"One of {len(values)} values, such as {examples}; any other is refused (400)."
+        shortened["description"] = f"{node['description']} {note}" if node.get("description") else note
+        if "type" not in shortened:
+            shortened["type"] = sorted({json_type(value) for value in values})
+            if len(shortened["type"]) == 1:
+                shortened["type"] = shortened["type"][0]
+    return shortened
+
+
+def json_type(value) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    return "number" if isinstance(value, float) else "string"
+
+
+def references(node, counts: dict[str, int]) -> None:
+    if isinstance(node, list):
+        for item in node:
+            references(item, counts)
+    elif isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            counts[ref[len("#/$defs/") :]] = counts.get(ref[len("#/$defs/") :], 0) + 1
+        for value in node.values():
+            references(value, counts)
+
+
+def inlined(node, name: str, definition: dict):
+    """`node` with the reference to `name` replaced by `definition` (the referring node's other keywords kept)."""
+    if isinstance(node, list):
+        return [inlined(item, name, definition) for item in node]
+    if not isinstance(node, dict):
+        return node
+    if node.get("$ref") == f"#/$defs/{name}":
+        rest = {key: value for key, value in node.items() if key != "$ref"}
+        return {**definition, **rest}
+    return {key: inlined(value, name, definition) for key, value in node.items()}
+
+
+def compact(schema: dict) -> dict:
+    """An input schema as tools/list sends it, smaller with nothing an agent needs lost: long enums named rather than
+    listed (`short_enums`), and a definition used once written where it is used (no `$defs` entry and `$ref` for it,
+    which some clients do not follow); one used twice or more, or referring to itself, stays in `$defs`."""
+    schema = short_enums(schema)
+    definitions = dict(schema.pop("$defs", {}))
+    while True:
+        counts: dict[str, int] = {}
+        references([schema, definitions], counts)
+        for name in list(definitions):
+            if counts.get(name, 0) == 0:
+                del definitions[name]
+        once = [name for name in definitions if counts.get(name) == 1 and not refers_to(definitions[name], name)]
+        if not once:
+            break
+        name = once[0]
+        definition = definitions.pop(name)
+        schema = inlined(schema, name, definition)
+        definitions = {key: inlined(value, name, definition) for key, value in definitions.items()}
+    if definitions:
+        schema["$defs"] = dict(sorted(definitions.items()))
+    return schema
+
+
+def refers_to(node, name: str) -> bool:
+    counts: dict[str, int] = {}
+    references(node, counts)
+    return name in counts
+
+
 def definitions(refs: set[str], components: dict) -> dict:
     """The components `refs` names and every one they name in turn, as `$defs`."""
     found: dict = {}
@@ -184,7 +267,7 @@ def build_tool(path: str, method: str, operation: dict, components: dict, *, nam
     body = operation.get("requestBody")
     if body:
         media = body.get("content", {}).get("application/json") or next(iter(body.get("content", {}).values()), {})
-        properties["body"] = {**json_schema(media.get("schema", {}), refs), "description": "The request body."}
+        properties["body"] = json_schema(media.get("schema", {}), refs)
         if body.get("required"):
             required.append("body")
     method = method.upper()
@@ -192,7 +275,7 @@ def build_tool(path: str, method: str, operation: dict, components: dict, *, nam
     read_only = is_read(method, scopes)
     dry_run = "dry_run" in query_parameters
     description = operation.get("description", "").strip()
-    lines = [description, f"Operation: `{method} {path}` ({operation['operationId']})."]
+    lines = [description, f"Operation: `{method} {path}`."]
     if not read_only:
         properties["if_match"] = IF_MATCH
         if method == "POST":
@@ -203,6 +286,7 @@ def build_tool(path: str, method: str, operation: dict, components: dict, *, nam
         input_schema["required"] = required
     if refs:
         input_schema["$defs"] = definitions(refs, components)
+    input_schema = compact(input_schema)
     return Tool(
         name=name,
         operation_id=operation["operationId"],
@@ -238,7 +322,7 @@ def preset_tool(tool: Tool, name: str, preset: Preset) -> Tool:
         if not schema["$defs"]:
             del schema["$defs"]
     sent = ", ".join(f"`{key}` {json.dumps(value)}" for key, value in preset.arguments.items())
-    lines = [preset.description, f"Operation: `{tool.method} {tool.path}` ({tool.operation_id}) with {sent}."]
+    lines = [preset.description, f"Operation: `{tool.method} {tool.path}` with {sent}."]
     lines.append(DRY_RUN_UNSUPPORTED if not tool.dry_run else "Dry run: pass `dry_run: true`.")
     return replace(
         tool,

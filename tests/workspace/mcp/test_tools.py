@@ -1,10 +1,22 @@
 """The MCP tools are the OpenAPI description's operations (DECISIONS.md §22): every tool maps to an operation with its
 scopes, and nothing is kept by hand beside a route."""
 
+import json
+
 import jsonschema
 import pytest
 
-from workspace.mcp.tools import PRESETS, REFERENCE_NAMES, Preset, catalogue, service_schema, succeeds, tools_from_schema
+from workspace.mcp.tools import (
+    MAX_ENUM,
+    PRESETS,
+    REFERENCE_NAMES,
+    Preset,
+    catalogue,
+    compact,
+    service_schema,
+    succeeds,
+    tools_from_schema,
+)
 
 
 @pytest.fixture(scope="module")
@@ -137,6 +149,64 @@ def test_input_schemas_are_json_schemas_that_check_the_arguments():
     assert not query.is_valid({"project_id": "1"})
 
 
+def test_compaction_keeps_shared_and_recursive_definitions_and_names_long_enums():
+    schema = {
+        "type": "object",
+        "properties": {
+            "a": {"$ref": "#/$defs/Shared"},
+            "b": {"$ref": "#/$defs/Shared"},
+            "tree": {"$ref": "#/$defs/Node"},
+            "zone": {"$ref": "#/$defs/Zone"},
+        },
+        "$defs": {
+            "Shared": {"type": "string", "maxLength": 3},
+            "Node": {
+                "type": "object",
+                "properties": {"children": {"type": "array", "items": {"$ref": "#/$defs/Node"}}},
+            },
+            "Zone": {"enum": [f"Zone/{number}" for number in range(MAX_ENUM + 1)], "description": "A zone."},
+            "Unused": {"type": "string"},
+        },
+    }
+
+    compacted = compact(schema)
+
+    assert set(compacted["$defs"]) == {"Shared", "Node"}
+    assert compacted["properties"]["a"] == compacted["properties"]["b"] == {"$ref": "#/$defs/Shared"}
+    assert compacted["properties"]["zone"] == {
+        "description": f"A zone. One of {MAX_ENUM + 1} values, such as `Zone/0`, `Zone/1`, `Zone/2`; any other is "
+        "refused (400).",
+        "type": "string",
+    }
+    jsonschema.Draft202012Validator.check_schema(compacted)
+    validator = jsonschema.Draft202012Validator(compacted)
+    assert validator.is_valid({"a": "abc", "tree": {"children": [{"children": []}]}, "zone": "Zone/3"})
+    assert not validator.is_valid({"a": "abcd"})
+
+
+def test_the_catalogue_sends_no_long_enum_and_no_definition_used_once():
+    for tool in catalogue().values():
+        text = json.dumps(tool.input_schema)
+        for name in tool.input_schema.get("$defs", {}):
+            assert text.count(f'"#/$defs/{name}"') >= 2 or f'"#/$defs/{name}"' in json.dumps(
+                tool.input_schema["$defs"][name]
+            ), (tool.name, name)
+        assert not any(len(values) > MAX_ENUM for values in enums(tool.input_schema)), tool.name
+    zone = catalogue()["projects-partial-update"].input_schema["properties"]["body"]["properties"]["timezone"]
+    assert "enum" not in zone and "`Africa/Abidjan`" in json.dumps(zone)
+
+
+def enums(node):
+    if isinstance(node, dict):
+        if isinstance(node.get("enum"), list):
+            yield node["enum"]
+        for value in node.values():
+            yield from enums(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from enums(item)
+
+
 def test_the_tools_of_a_small_schema():
     """The conversion itself: nullable, references followed into $defs, a PUT beside a PATCH and an operation that
     never succeeds left out, two operations of one name refused."""
@@ -168,11 +238,12 @@ def test_the_tools_of_a_small_schema():
     assert set(tools) == {"things-retrieve", "things-partial-update"}
     patch = tools["things-partial-update"].input_schema
     assert patch["required"] == ["id"]
-    assert patch["properties"]["body"]["$ref"] == "#/$defs/A"
-    assert patch["$defs"] == {
-        "A": {"type": "object", "properties": {"b": {"$ref": "#/$defs/B"}}},
-        "B": {"type": ["string", "null"], "enum": ["x", None]},
+    # Each definition is used once: written where it is used, no `$defs` left.
+    assert patch["properties"]["body"] == {
+        "type": "object",
+        "properties": {"b": {"type": ["string", "null"], "enum": ["x", None]}},
     }
+    assert "$defs" not in patch
     assert "if_match" in patch["properties"] and "idempotency_key" not in patch["properties"]
 
     remove = Preset("things_partial_update", {"body": {"b": None}}, "Clear b.", destructive=True)
