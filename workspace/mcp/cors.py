@@ -1,14 +1,15 @@
-"""Which browser pages may call `/mcp` and the sign-in it needs, and the CORS answers that let them.
+"""Which browser pages may call `/mcp`, and the CORS answers that let them.
 
-An MCP client running in a browser (the MCP Inspector, a web agent) reads the metadata documents, registers, exchanges
-its code for tokens and then calls `/mcp` from a page of its own origin, so each of those answers needs CORS. One rule
+An MCP client running in a browser (the MCP Inspector, a web agent) reads the protected-resource metadata and calls
+`/mcp` from a page of its own origin, so both answers need CORS. (The authorization server's metadata, registration,
+token and revocation endpoints answer every origin already, apikeys/oauth/views.py: they read no cookie.) One rule
 decides who may: the site's own origin (`SITE_URL`'s, or the one the request came to), the origins listed in
 `MCP_ALLOWED_ORIGINS`, and with `MCP_ALLOW_LOOPBACK_ORIGINS` (on with DEBUG) any page on a loopback host. `/mcp` refuses
 every other `Origin` with a 403 (views.py, against DNS rebinding), and a preflight from one gets a 403 without CORS
 headers, so what the browser is told and what the view accepts never differ.
 
-A small middleware rather than django-cors-headers: it covers five paths, and the Origin check that guards `/mcp` must
-read the same list; a second list in another library's settings could drift from it.
+A small middleware rather than django-cors-headers (not a dependency): it covers two paths, and the Origin check that
+guards `/mcp` must read the same list; a second list in another library's settings could drift from it.
 """
 
 import re
@@ -20,12 +21,7 @@ from django.utils.cache import patch_vary_headers
 
 from workspace.api.exceptions import error_response
 
-# /mcp, its protected-resource metadata, the authorization server's metadata, and the endpoints a browser client posts
-# to (the authorization page is a navigation, not a fetch, and needs none).
-PATHS = re.compile(
-    r"^/(mcp|\.well-known/oauth-protected-resource/mcp|\.well-known/oauth-authorization-server"
-    r"|oauth/(token|register|revoke))/?$"
-)
+PATHS = re.compile(r"^/(mcp|\.well-known/oauth-protected-resource/mcp)/?$")
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 ALLOW_METHODS = "GET, POST, OPTIONS"
 ALLOW_HEADERS = "Authorization, Content-Type, Accept, Mcp-Protocol-Version, Mcp-Session-Id, Last-Event-ID"

@@ -1,5 +1,6 @@
-"""CORS for browser MCP clients (the MCP Inspector): preflights of /mcp and the sign-in endpoints are answered for the
-origins the Origin check accepts, and only for those; what the view refuses, the browser is never told it may send."""
+"""CORS for browser MCP clients (the MCP Inspector): preflights of /mcp and its metadata are answered for the origins
+the Origin check accepts, and only for those; what the view refuses, the browser is never told it may send. (The
+OAuth endpoints answer every origin: tests/apikeys/oauth/test_registration.py.)"""
 
 import json
 
@@ -37,7 +38,7 @@ def post_mcp(origin: str, **headers):
     )
 
 
-@pytest.mark.parametrize("path", ["/mcp", "/mcp/", "/oauth/token/", "/oauth/register", "/oauth/revoke/"])
+@pytest.mark.parametrize("path", ["/mcp", "/mcp/", "/.well-known/oauth-protected-resource/mcp"])
 def test_a_preflight_from_an_allowed_origin_is_answered_without_credentials(db, path):
     response = preflight(path, INSPECTOR)
 
@@ -86,17 +87,14 @@ def test_an_allowed_origin_calls_tools_with_its_key(key_client):
     assert response.json()["result"]["tools"]
 
 
-@pytest.mark.parametrize(
-    "path", ["/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-authorization-server"]
-)
-def test_the_metadata_documents_carry_cors_for_allowed_origins(db, path):
-    """Another origin is not named; the toolkit's own server metadata is public to every page (`*`, no credentials)."""
+def test_the_metadata_document_names_allowed_origins_only(db):
+    path = "/.well-known/oauth-protected-resource/mcp"
     allowed = Client().get(path, HTTP_ORIGIN=INSPECTOR)
     other = Client().get(path, HTTP_ORIGIN="https://evil.example")
 
     assert allowed.status_code == other.status_code == 200
     assert allowed["Access-Control-Allow-Origin"] == INSPECTOR
-    assert other.get("Access-Control-Allow-Origin") in (None, "*")
+    assert "Access-Control-Allow-Origin" not in other
 
 
 def test_loopback_pages_are_allowed_only_when_configured(db, settings):
