@@ -57,7 +57,7 @@ class McpCorsMiddleware:
         if request.method == "OPTIONS" and "Access-Control-Request-Method" in request.headers:
             if not allowed:
                 response = error_response(
-                    403, "authentication_error", "origin_not_allowed", "This Origin may not call this endpoint."
+                    403, "authentication_error", "origin_not_allowed", "This Origin may not call the MCP endpoint."
                 )
             else:
                 response = HttpResponse(status=204)
