@@ -40,6 +40,11 @@ class PersonalAPIKey(models.Model):
             return False
         return self.expires_at is None or self.expires_at > timezone.now()
 
+    @property
+    def principal(self) -> str:
+        """What the key stands for across a roll of its secret: its Idempotency-Key records are this key's."""
+        return f"personal_api_key:{self.pk}"
+
 
 class ProjectSecretKey(models.Model):
     """A project's secret key (`phs_...`): it belongs to the project, not to a person, so it keeps working whoever
@@ -76,6 +81,11 @@ class ProjectSecretKey(models.Model):
 
     def __str__(self) -> str:
         return f"{self.label} ({self.mask_value})"
+
+    @property
+    def principal(self) -> str:
+        """What the key stands for across a roll of its secret (its previous one still valid during the overlap)."""
+        return f"project_secret_key:{self.pk}"
 
     @property
     def is_active(self) -> bool:

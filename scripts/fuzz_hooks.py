@@ -123,7 +123,8 @@ def links_from(create_path: str, paths: dict) -> dict:
 
 # Operations whose 404 may name an object of their body rather than the one in their path.
 BODY_REFERENCES = re.compile(
-    r"^(POST|PATCH) /api/projects/\{project_id\}/dashboards/\{id\}/(revert_to_version|move_tile|copy_tile)/$"
+    r"^(POST|PATCH) /api/projects/\{project_id\}/dashboards/\{id\}/"
+    r"(revert_to_version|move_tile|copy_tile|add_insight)/$"
 )
 _ensure_resource_availability = openapi_checks.ensure_resource_availability
 CHECKS.unregister("ensure_resource_availability")

@@ -77,6 +77,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "workspace.api.middleware.HeadMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # Preflights and CORS headers of /mcp and its metadata for browser MCP clients, before anything answers.
+    "workspace.mcp.cors.McpCorsMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "workspace.api.middleware.ContentSecurityPolicyMiddleware",
     "workspace.api.middleware.APIRequestSizeMiddleware",
@@ -396,6 +398,11 @@ OAUTH_ACCESS_TOKEN_SECONDS = env_int("OAUTH_ACCESS_TOKEN_SECONDS", 3600)
 OAUTH_REFRESH_TOKEN_SECONDS = env_int("OAUTH_REFRESH_TOKEN_SECONDS", 30 * 24 * 3600)
 # Client ID metadata documents on loopback or private addresses (development and tests; never in production).
 OAUTH_CLIENT_METADATA_ALLOW_PRIVATE = env_bool("OAUTH_CLIENT_METADATA_ALLOW_PRIVATE", False)
+# Browser pages that may call /mcp besides the site's own (workspace/mcp/cors.py; the OAuth endpoints answer any page):
+# origins such as a hosted MCP client's; and pages on a loopback host (the MCP Inspector on localhost), by default only
+# in development. Any other Origin is refused at /mcp.
+MCP_ALLOWED_ORIGINS = env_list("MCP_ALLOWED_ORIGINS", [])
+MCP_ALLOW_LOOPBACK_ORIGINS = env_bool("MCP_ALLOW_LOOPBACK_ORIGINS", DEBUG)
 OAUTH2_PROVIDER = {
     "OAUTH2_VALIDATOR_CLASS": "apikeys.oauth.validators.WorkspaceOAuth2Validator",
     # Personal keys' scopes (apikeys/scopes.py); a client that asks for none is offered the read scopes.

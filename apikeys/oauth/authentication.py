@@ -51,6 +51,12 @@ class OAuthAccess:
         return f"oauth:{self.connected_app.app_name}"[:64]
 
     @property
+    def principal(self) -> str:
+        """What every token of the consent stands for (the person's grant to the app): a retry sent with the token
+        a refresh gave replays what the one before it answered (workspace.api.idempotency)."""
+        return f"oauth_grant:{self.connected_app.uuid}"
+
+    @property
     def secure_value(self) -> str:
         """Rate limits and query budgets count per connected app, across its rotating tokens."""
         return hashlib.sha256(f"oauth-connected-app:{self.connected_app.uuid}".encode()).hexdigest()

@@ -6,9 +6,9 @@ from rest_framework.exceptions import ErrorDetail
 
 from dashboards.core.fields import TemplateDocumentField
 from dashboards.core.serializers import MAX_TILES_PER_WRITE
-from dashboards.core.template_library import TemplateError, validate_template
+from dashboards.core.template_library import TemplateError, validate_layouts, validate_template
 from pipelines.query.runner import REFRESH_MODES, validate_query
-from workspace.api.fields import StrictBooleanField, StrictUUIDField
+from workspace.api.fields import StrictBooleanField, StrictCharField, StrictUUIDField
 
 
 class TileReferenceSerializer(serializers.Serializer):
@@ -27,6 +27,21 @@ class CopyTileSerializer(serializers.Serializer):
 
     fromDashboardId = serializers.IntegerField()  # noqa: N815 - the field name is part of the contract
     tileId = serializers.IntegerField()  # noqa: N815
+
+
+class AddInsightSerializer(serializers.Serializer):
+    """`{"insightId": N, "layouts"?, "color"?}`: the project's insight N, and how its new tile looks (the reference
+    toolkit's spelling)."""
+
+    insightId = serializers.IntegerField()  # noqa: N815 - the field name is part of the contract
+    layouts = serializers.JSONField(required=False, help_text="The new tile's layouts, as a tile's `layouts`.")
+    color = StrictCharField(max_length=32, required=False, allow_null=True, allow_blank=True)
+
+    def validate_layouts(self, value):
+        message = validate_layouts(value)
+        if message:
+            raise serializers.ValidationError(message, code="invalid_input")
+        return value
 
 
 class ReorderTilesSerializer(serializers.Serializer):

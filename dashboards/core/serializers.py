@@ -255,6 +255,14 @@ class ShownTilesSerializer(serializers.ListSerializer):
             self.context["insight_results"] = results
 
 
+class InsightQuerySerializer(InsightSerializer):
+    """An insight's query and its result, without the rest of the insight: what running a saved insight answers."""
+
+    class Meta(InsightSerializer.Meta):
+        fields = ["id", "short_id", "name", "query", *RESULT_FIELDS]
+        read_only_fields = fields
+
+
 class DashboardTileSerializer(ModelSerializer):
     """A tile in the reference's shape: exactly one of `insight` and `text` is set.
 

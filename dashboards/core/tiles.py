@@ -114,6 +114,24 @@ def dashboard_copy_tile(*, actor, tile: DashboardTile, to_dashboard: Dashboard) 
     return copied
 
 
+@transaction.atomic(savepoint=False)  # see the module's docstring
+def dashboard_add_insight(
+    *, actor, dashboard: Dashboard, insight: Insight, layouts: dict | None = None, color: str | None = None
+) -> DashboardTile:
+    """Show `insight` at the end of `dashboard` (locked by the caller). An insight is shown once per dashboard: where
+    it is shown already, nothing changes (adding twice is adding once)."""
+    there = DashboardTile.objects.filter(dashboard=dashboard, insight=insight).first()
+    if there is not None and not there.deleted:
+        return there
+    if there is not None:  # removed earlier: the new tile takes its place
+        there.delete()
+    tile = DashboardTile(
+        dashboard=dashboard, insight=insight, layouts=layouts or {}, color=color, order=next_tile_order(dashboard)
+    )
+    tile.save()
+    return tile
+
+
 def _make_room_for_insight(dashboard: Dashboard, insight_id: int, attr: str, message: str) -> None:
     """An insight is shown once per dashboard: a 400 naming `attr` where `dashboard` shows it already. A tile of it
     removed there earlier is deleted, so that the tile arriving takes its place."""

@@ -9,6 +9,7 @@ from rest_framework.response import Response
 from dashboards.core.filters import DashboardFilterSet, InsightFilterSet
 from dashboards.core.inputs import (
     LEGACY_REFRESH,
+    AddInsightSerializer,
     CopyTileSerializer,
     DryRunSerializer,
     MoveTileSerializer,
@@ -31,6 +32,7 @@ from dashboards.core.serializers import (
     DashboardCollaboratorSerializer,
     DashboardSerializer,
     DashboardVersionSerializer,
+    InsightQuerySerializer,
     InsightSerializer,
 )
 from dashboards.core.services import (
@@ -42,7 +44,12 @@ from dashboards.core.services import (
     insight_lock_dashboards,
     insight_update,
 )
-from dashboards.core.tiles import dashboard_copy_tile, dashboard_move_tile, dashboard_reorder_tiles
+from dashboards.core.tiles import (
+    dashboard_add_insight,
+    dashboard_copy_tile,
+    dashboard_move_tile,
+    dashboard_reorder_tiles,
+)
 from organizations.tenancy import ProjectScopedViewSet
 from pipelines.query.errors import QueryError
 from pipelines.query.freshness import ABSENT
@@ -135,8 +142,11 @@ class InsightResultsMixin:
                 response[name] = value
         return super().finalize_response(request, response, *args, **kwargs)
 
+    # The reads that compute stale results as `?refresh=` says; every other action shows cached ones only.
+    computing_actions = frozenset({"retrieve"})
+
     def refresh_mode(self) -> str:
-        if self.action != "retrieve":
+        if self.action not in self.computing_actions:
             return CACHE_ONLY
         return RefreshSerializer.mode(self.request.query_params, self.default_refresh)
 
@@ -331,6 +341,31 @@ class DashboardViewSet(
 
         return self.write_object(target, copy_tile)
 
+    @extend_schema(parameters=[PROJECT_ID], request=AddInsightSerializer, responses=DashboardSerializer)
+    @action(detail=True, methods=["post"], required_scopes=["dashboard:write"])
+    def add_insight(self, request, *args, **kwargs):
+        """Show an insight of the project at the end of this dashboard (the insight is shared, not copied); returns
+        this dashboard. Adding an insight the dashboard already shows changes nothing."""
+        dashboard = self.get_object()
+        serializer = AddInsightSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        insight = self.project.insights.filter(deleted=False, pk=data["insightId"]).first()
+        if insight is None:
+            raise exceptions.NotFound("Insight not found.")
+
+        def add(dashboard: Dashboard) -> Dashboard:
+            dashboard_add_insight(
+                actor=request.user,
+                dashboard=dashboard,
+                insight=insight,
+                layouts=data.get("layouts"),
+                color=data.get("color"),
+            )
+            return dashboard
+
+        return self.write_object(dashboard, add)
+
     @extend_schema(parameters=[PROJECT_ID], request=ReorderTilesSerializer, responses=DashboardSerializer)
     @action(detail=True, methods=["post"], required_scopes=["dashboard:write"])
     def reorder_tiles(self, request, *args, **kwargs):
@@ -498,11 +533,13 @@ class InsightViewSet(
     # The activity entry names who made the change; the modifier moving with it is not a change of its own.
     activity_ignored_fields = ProjectScopedViewSet.activity_ignored_fields | {"last_modified_by"}
 
+    computing_actions = frozenset({"retrieve", "query"})
+
     def refresh_mode(self) -> str:
         """`?refresh=` as for every read of insights, unless the request's `Cache-Control` says otherwise:
         `only-if-cached` reads the cache only, `no-cache` computes now (DECISIONS.md §21)."""
         mode = super().refresh_mode()
-        if self.action == "retrieve":
+        if self.action in self.computing_actions:
             directives = cache_directives(self.request)
             if "only-if-cached" in directives:
                 return CACHE_ONLY
@@ -534,6 +571,30 @@ class InsightViewSet(
         if self.request.method in ("GET", "HEAD") and header is not None and none_match(header, etag):
             return Response(status=status.HTTP_304_NOT_MODIFIED, headers=headers)
         return Response(data, status=status_code, headers=headers)
+
+    @extend_schema(
+        parameters=[PROJECT_ID, REFRESH, IF_NONE_MATCH, REQUEST_CACHE_CONTROL, *FRESHNESS_HEADERS],
+        responses={
+            200: InsightQuerySerializer,
+            304: OpenApiResponse(description="The insight and its result are still those `If-None-Match` names."),
+            504: OpenApiResponse(
+                ErrorSerializer, description="`Cache-Control: only-if-cached` and no result is cached."
+            ),
+        },
+    )
+    @action(
+        detail=True,
+        methods=["get"],
+        required_scopes=["insight:read"],
+        serializer_class=InsightQuerySerializer,
+        filter_backends=[],
+    )
+    def query(self, request, *args, **kwargs):
+        """Run the insight's saved query and answer with its result: the insight's id, short id, name and query,
+        and the result fields of the insight's GET, computed when stale as `?refresh=` says (the reference's
+        `insight-query`). Freshness, ETag and `Cache-Control` as the insight's GET."""
+        insight = self.get_object()
+        return self.object_response(data=InsightQuerySerializer(insight, context=self.get_serializer_context()).data)
 
     def get_queryset(self):
         # A soft-deleted insight is reachable only by PATCH or PUT, so that `{"deleted": false}` can restore it.

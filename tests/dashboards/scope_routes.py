@@ -23,6 +23,7 @@ TILE_ID = 900_001
 TARGET_DASHBOARD_ID = 900_002
 COPIED_TILE_ID = 900_003  # a text tile on the target dashboard, which copy_tile copies to the dashboard
 INSIGHT_TILE_ID = 900_004  # the dashboard's second tile
+ADDED_INSIGHT_ID = 900_005  # an insight on no dashboard, which add_insight adds to the dashboard
 NEW_COLLABORATOR_UUID = uuid.UUID("5b1f0c2e-0000-4000-8000-000000000001")
 VERSION_UUID = uuid.UUID("5b1f0c2e-0000-4000-8000-000000000002")  # an activity entry of the dashboard
 SHARING_PASSWORD_UUID = uuid.UUID("5b1f0c2e-0000-4000-8000-000000000003")  # a password of the dashboard's sharing
@@ -51,6 +52,7 @@ ROUTES = [
         200,
         {"fromDashboardId": TARGET_DASHBOARD_ID, "tileId": COPIED_TILE_ID},
     ),
+    Route("POST", f"{BASE}/{{dashboard_id}}/add_insight/", "dashboard:write", 200, {"insightId": ADDED_INSIGHT_ID}),
     Route("GET", f"{BASE}/{{dashboard_id}}/versions/", "dashboard:read", 200),
     Route(
         "POST",
@@ -115,6 +117,7 @@ ROUTES = [
         {"name": "New insight", "query": {"kind": "TrendsQuery", "series": [{"event": "$pageview"}]}},
     ),
     Route("GET", f"{INSIGHTS}/{{insight_id}}/", "insight:read", 200),
+    Route("GET", f"{INSIGHTS}/{{insight_id}}/query/", "insight:read", 200),
     Route("PATCH", f"{INSIGHTS}/{{insight_id}}/", "insight:write", 200, {"name": "Renamed"}),
     Route("PUT", f"{INSIGHTS}/{{insight_id}}/", "insight:write", 200, {"name": "Replaced"}),
     Route("DELETE", f"{INSIGHTS}/{{insight_id}}/", "insight:write", 405),
@@ -147,6 +150,7 @@ def make_objects(*, user, organization, project) -> dict:
     DashboardCollaboratorFactory(dashboard=restricted, user=collaborator)
     insight = InsightFactory(project=project, created_by=user)
     DashboardTileFactory(dashboard=dashboard, insight=insight, pk=INSIGHT_TILE_ID)
+    InsightFactory(project=project, created_by=user, pk=ADDED_INSIGHT_ID)
     embed_secret, _ = embed_secret_create(actor=user, project=project, name="Matrix secret")
     return {
         "embed_secret_id": embed_secret.pk,

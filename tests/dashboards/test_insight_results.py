@@ -8,6 +8,7 @@ import json
 import pytest
 
 from dashboards.core.models import Insight
+from dashboards.core.results import RESULT_FIELDS
 from dashboards.core.template_library import bundled_templates
 from dashboards.demo import create_demo_data
 from pipelines.query import runner
@@ -55,6 +56,47 @@ def no_computation(monkeypatch):
         raise AssertionError("a result was computed")
 
     monkeypatch.setattr(runner, "compute", refuse)
+
+
+class TestQuery:
+    """`GET …/insights/:id/query/`: the insight's saved query run, as the reference's `insight-query` tool does."""
+
+    def test_it_answers_the_query_and_its_result_as_the_insight_read_computes_it(self, client, project, events):
+        insight = InsightFactory(project=project, query=PAGEVIEWS, name="Views")
+
+        response = client.get(f"{insight_url(project, insight)}query/")
+
+        assert response.status_code == 200, response.content
+        body = response.json()
+        assert set(body) == {"id", "short_id", "name", "query", *RESULT_FIELDS}
+        assert (body["id"], body["short_id"], body["name"], body["query"]) == (
+            insight.pk,
+            insight.short_id,
+            "Views",
+            PAGEVIEWS,
+        )
+        assert body["result"][0]["data"] == [0, 1, 1, 2] and body["is_cached"] is False
+        assert response["ETag"]
+        again = client.get(f"{insight_url(project, insight)}query/", HTTP_IF_NONE_MATCH=response["ETag"])
+        assert again.status_code == 304
+
+    def test_refresh_is_honoured(self, client, project, events, monkeypatch):
+        insight = InsightFactory(project=project, query=PAGEVIEWS)
+        client.get(f"{insight_url(project, insight)}query/")
+        add_event(project, "2024-03-18T11:00:00Z")
+
+        cached = client.get(f"{insight_url(project, insight)}query/").json()
+        computed = client.get(f"{insight_url(project, insight)}query/", {"refresh": "force_blocking"}).json()
+
+        assert (cached["is_cached"], cached["result"][0]["data"][-1]) == (True, 2)
+        assert (computed["is_cached"], computed["result"][0]["data"][-1]) == (False, 3)
+
+    def test_a_deleted_or_foreign_insight_is_a_404(self, client, project, other_project):
+        deleted = InsightFactory(project=project, query=PAGEVIEWS, deleted=True)
+        foreign = InsightFactory(project=other_project, query=PAGEVIEWS)
+
+        assert client.get(f"{insight_url(project, deleted)}query/").status_code == 404
+        assert client.get(f"/api/projects/{project.pk}/insights/{foreign.pk}/query/").status_code == 404
 
 
 class TestRetrieve:

@@ -1,4 +1,5 @@
-"""copy_tile and reorder_tiles: tile operations through the one write path (lock, one activity entry, ETag)."""
+"""copy_tile, add_insight and reorder_tiles: tile operations through the one write path (lock, one activity entry,
+ETag)."""
 
 import pytest
 
@@ -143,6 +144,82 @@ class TestCopyTile:
     )
     def test_the_body_is_validated(self, client, project, target, body, attr):
         response = client.post(url(project, target, "copy_tile"), body, format="json")
+
+        assert response.status_code == 400
+        assert response.json()["attr"] == attr
+
+
+class TestAddInsight:
+    def test_the_insight_is_shown_at_the_end_of_this_dashboard_and_stays_where_it_was(self, client, project, target):
+        insight = InsightFactory(project=project)
+        elsewhere = DashboardTileFactory(insight=insight, dashboard=DashboardFactory(project=project))
+        before = entries(target)
+
+        response = client.post(
+            url(project, target, "add_insight"),
+            {"insightId": insight.pk, "layouts": {"sm": {"x": 0, "y": 0, "w": 6, "h": 5}}, "color": "blue"},
+            format="json",
+        )
+
+        assert response.status_code == 200, response.content
+        assert response["ETag"]
+        added = response.json()["tiles"][-1]
+        assert added["insight"]["id"] == insight.pk
+        layouts = {"sm": {"x": 0, "y": 0, "w": 6, "h": 5}}
+        assert (added["layouts"], added["color"], added["order"]) == (layouts, "blue", 4)
+        assert DashboardTile.objects.filter(pk=elsewhere.pk, deleted=False).exists()  # added, not moved
+        assert entries(target) == before + 1
+
+    def test_adding_an_insight_already_shown_changes_nothing(self, client, project, target):
+        insight = InsightFactory(project=project)
+        DashboardTileFactory(dashboard=target, insight=insight)
+        tiles, logged = DashboardTile.objects.count(), entries(target)
+
+        response = client.post(url(project, target, "add_insight"), {"insightId": insight.pk}, format="json")
+
+        assert response.status_code == 200
+        assert (DashboardTile.objects.count(), entries(target)) == (tiles, logged)
+
+    def test_an_insight_removed_from_here_earlier_comes_back(self, client, project, target):
+        insight = InsightFactory(project=project)
+        DashboardTileFactory(dashboard=target, insight=insight, deleted=True)
+
+        response = client.post(url(project, target, "add_insight"), {"insightId": insight.pk}, format="json")
+
+        assert response.status_code == 200
+        assert [t["insight"]["id"] for t in response.json()["tiles"] if t["insight"]][-1] == insight.pk
+        assert DashboardTile.objects.filter(dashboard=target, insight=insight).count() == 1
+
+    @pytest.mark.parametrize("where", ["another project", "deleted"])
+    def test_an_insight_the_caller_cannot_see_is_a_404(self, client, project, other_project, target, where):
+        insight = InsightFactory(project=other_project if where == "another project" else project)
+        if where == "deleted":
+            insight.deleted = True
+            insight.save()
+        tiles = DashboardTile.objects.count()
+
+        response = client.post(url(project, target, "add_insight"), {"insightId": insight.pk}, format="json")
+
+        assert response.status_code == 404
+        assert DashboardTile.objects.count() == tiles
+
+    def test_a_dashboard_the_caller_cannot_edit_is_a_403(self, key_client, project, alice, bob):
+        restricted = DashboardFactory(project=project, created_by=alice, restriction_level=37)
+        insight = InsightFactory(project=project)
+
+        response = key_client("dashboard:write", user=bob).post(
+            url(project, restricted, "add_insight"), {"insightId": insight.pk}, format="json"
+        )
+
+        assert response.status_code == 403
+        assert not restricted.tiles.exists()
+
+    @pytest.mark.parametrize(
+        "body,attr",
+        [({}, "insightId"), ({"insightId": "x"}, "insightId"), ({"insightId": 1, "color": 5}, "color")],
+    )
+    def test_the_body_is_validated(self, client, project, target, body, attr):
+        response = client.post(url(project, target, "add_insight"), body, format="json")
 
         assert response.status_code == 400
         assert response.json()["attr"] == attr

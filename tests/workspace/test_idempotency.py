@@ -1,7 +1,6 @@
 """Idempotency-Key on POSTs (DECISIONS.md §10): replay, reuse with another request, a key in use, bad keys, the
 records kept in the database, their expiry and purge. Real processes: test_idempotency_durable.py."""
 
-import hashlib
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
@@ -11,9 +10,13 @@ import pytest
 import requests
 from django.core.cache import caches
 from django.core.management import call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from apikeys.models import PersonalAPIKey
+from apikeys.services import hash_key
 from organizations.models import Organization
 from tests.dashboards.factories import DashboardFactory
 from tests.workspace.factories import UserFactory
@@ -64,7 +67,9 @@ def test_the_same_key_on_another_path_is_a_422(client, organization):
 
 
 def record_of(client, key: str) -> IdempotencyRecord:
-    caller = "key:" + hashlib.sha256(client._credentials["HTTP_AUTHORIZATION"].encode()).hexdigest()
+    """The record of `key` sent by `client`, whose personal key is its principal."""
+    api_key = PersonalAPIKey.objects.get(secure_value=hash_key(client._credentials["HTTP_AUTHORIZATION"].split()[1]))
+    caller = f"principal:{api_key.user_id}:personal_api_key:{api_key.pk}"
     return IdempotencyRecord.objects.get(digest=record_digest(caller, key))
 
 
@@ -107,6 +112,30 @@ def test_keys_belong_to_their_caller(client, key_client, alice):
     assert response.status_code == 201
     assert "Idempotent-Replayed" not in response
     assert Organization.objects.filter(name="Acme").count() == 2
+
+
+def test_another_key_of_the_same_person_does_not_replay(client, key_client):
+    create(client)
+    response = create(key_client("organization:write"))
+
+    assert response.status_code == 201
+    assert "Idempotent-Replayed" not in response
+    assert Organization.objects.filter(name="Acme").count() == 2
+
+
+def test_a_key_is_looked_up_once_when_its_request_carries_an_idempotency_key(client, django_assert_num_queries):
+    """The middleware finds the key to name the record's caller and hands it to the view, which does not look it up
+    again."""
+    create(client, key="warm-up")  # the key's last_used_at is written on its first request only
+    with CaptureQueriesContext(connection) as plain:
+        client.post("/api/organizations/", {"name": "Plain"}, format="json")
+    with CaptureQueriesContext(connection) as keyed:
+        create(client, name="Keyed", key="once")
+
+    def lookups(captured) -> int:
+        return sum("apikeys_personalapikey" in query["sql"] for query in captured.captured_queries)
+
+    assert lookups(keyed) == lookups(plain) == 1
 
 
 def test_a_validation_error_is_replayed_too(client):

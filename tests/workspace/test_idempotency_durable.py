@@ -1,7 +1,6 @@
 """Idempotency-Key through real processes: the guarantee lives in the database, so it holds while Redis is down,
 when an expired key is claimed by many requests at once, and after the database itself was away."""
 
-import hashlib
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
@@ -11,6 +10,8 @@ import requests
 from django.db import connection
 from django.utils import timezone
 
+from apikeys.models import PersonalAPIKey
+from apikeys.services import hash_key
 from dashboards.core.models import Dashboard
 from organizations.models import Organization
 from tests.concurrency.parallel import Call, assert_no_server_errors, fire, histogram
@@ -65,7 +66,8 @@ def test_with_redis_down_each_pair_of_retries_creates_one_dashboard(start_live_s
 
 def test_concurrent_claims_of_an_expired_key_run_it_once(live_service, alice, issue_key):
     key = issue_key(alice, "organization:write")
-    caller = "key:" + hashlib.sha256(f"Bearer {key}".encode()).hexdigest()
+    api_key = PersonalAPIKey.objects.get(secure_value=hash_key(key))
+    caller = f"principal:{alice.pk}:{api_key.principal}"
     # A record for an earlier, different request, expired: the key is free again.
     IdempotencyRecord.objects.create(
         digest=record_digest(caller, "reused"),

@@ -1,8 +1,11 @@
 """`Idempotency-Key` on every POST under /api/, after the IETF httpapi idempotency-key draft.
 
 The first request with a key runs; its status and body are kept for `IDEMPOTENCY_TTL_SECONDS` (24 h) per caller
-and key. A retry with the same method, path and body replays them with `Idempotent-Replayed: true` and does
-nothing else; the same key with another request is a 422, and while the first is still running a 409.
+and key. A retry with the same method, path and body replays them with `Idempotent-Replayed: true` and does nothing
+else; the same key with another request is a 422, and while the first is still running a 409. The caller is the
+credential's principal where it names one (`request.auth.principal`: a key's id, an OAuth grant), with its person, so
+that a retry sent with a rolled secret or a refreshed token replays; else the Authorization header's digest, or the
+session's user.
 
 Records live in the database (`IdempotencyRecord`), like the writes they protect, so the guarantee holds in every
 process and needs no other store: a cache that can go away would make it last only while the cache is up. The key
@@ -23,7 +26,12 @@ from datetime import timedelta
 from django.conf import settings
 from django.db import DatabaseError, IntegrityError, transaction
 from django.http import HttpResponse, JsonResponse
+from django.urls import Resolver404, resolve
 from django.utils import timezone
+from rest_framework.authentication import SessionAuthentication
+from rest_framework.exceptions import APIException
+from rest_framework.request import Request
+from rest_framework.views import APIView
 
 from workspace.api.exceptions import DATABASE_UNAVAILABLE, error_response, service_unavailable
 from workspace.models import IdempotencyRecord
@@ -44,14 +52,53 @@ def valid_key(key: str) -> bool:
 
 
 def caller_of(request) -> str | None:
-    """Who the records belong to: the API key (by digest) or the session's user; None for an anonymous request."""
+    """Who the records belong to: the credential's principal and its person, else the Authorization header (by
+    digest), else the session's user; None for an anonymous request."""
     authorization = request.headers.get("Authorization")
+    credential = authenticated(request) if authorization else None
+    if credential is not None:
+        user, auth = credential
+        principal = getattr(auth, "principal", None)
+        if principal:
+            return f"principal:{getattr(user, 'pk', None)}:{principal}"
     if authorization:
         return "key:" + hashlib.sha256(authorization.encode()).hexdigest()
     user = getattr(request, "user", None)
     if user is not None and user.is_authenticated:
         return f"user:{user.pk}"
     return None
+
+
+def authenticated(request) -> tuple | None:
+    """(user, credential) of the request's Authorization header, as the view that will answer authenticates it.
+
+    A request authenticated already (a tool call of /mcp carries its MCP request's credential) keeps its own. Else the
+    view's own authentication classes (sessions aside: their CSRF check stays the view's) look the credential up once,
+    here, and the result is handed to the view as DRF's forced authentication, so it is not looked up twice. None when
+    no DRF view answers the path, no class claims the header, or the credential is refused: the view then answers
+    (401) as without a key; a refused credential is counted twice against its address's failures.
+    """
+    if getattr(request, "_force_auth_token", None) is not None:
+        return getattr(request, "_force_auth_user", None), request._force_auth_token
+    try:
+        view = resolve(request.path_info, getattr(request, "urlconf", None)).func
+    except Resolver404:
+        return None
+    view_class = getattr(view, "cls", None)
+    if view_class is None or not issubclass(view_class, APIView):
+        return None
+    classes = getattr(view, "initkwargs", {}).get("authentication_classes", view_class.authentication_classes)
+    drf_request = Request(
+        request, authenticators=[cls() for cls in classes if not issubclass(cls, SessionAuthentication)]
+    )
+    try:
+        user = drf_request.user
+    except APIException:
+        return None
+    if drf_request.successful_authenticator is None:
+        return None
+    request._force_auth_user, request._force_auth_token = user, drf_request.auth
+    return user, drf_request.auth
 
 
 def record_digest(caller: str, key: str) -> str:
@@ -135,16 +182,17 @@ class IdempotencyMiddleware:
                 "invalid_idempotency_key",
                 "Idempotency-Key must be 1 to 255 printable ASCII characters.",
             )
-        caller = caller_of(request)
-        if caller is None:  # the view answers 401; nothing to keep
-            return self.get_response(request)
-        digest = record_digest(caller, key)
-        request_fingerprint = fingerprint(request)
         try:
-            record = claim(digest, request_fingerprint)
+            caller = caller_of(request)  # may look the credential up
+            if caller is not None:
+                digest = record_digest(caller, key)
+                request_fingerprint = fingerprint(request)
+                record = claim(digest, request_fingerprint)
         except DATABASE_UNAVAILABLE as error:
             body, headers = service_unavailable(error)
             return JsonResponse(body, status=503, headers=headers)
+        if caller is None:  # the view answers 401; nothing to keep
+            return self.get_response(request)
         if record is not None:
             if record.fingerprint != request_fingerprint:
                 return error_response(

@@ -52,14 +52,16 @@ caller: ContextVar[Caller] = ContextVar("mcp_caller")
 
 
 def as_mcp_tool(tool: Tool) -> types.Tool:
+    # A read-only tool's destructive and idempotent hints mean nothing (the MCP specification), so they are not sent.
+    writes = not tool.annotations["readOnlyHint"]
     return types.Tool(
         name=tool.name,
         description=tool.description,
         input_schema=tool.input_schema,
         annotations=types.ToolAnnotations(
             read_only_hint=tool.annotations["readOnlyHint"],
-            destructive_hint=tool.annotations["destructiveHint"],
-            idempotent_hint=tool.annotations["idempotentHint"],
+            destructive_hint=tool.annotations["destructiveHint"] if writes else None,
+            idempotent_hint=tool.annotations["idempotentHint"] if writes else None,
             open_world_hint=tool.annotations["openWorldHint"],
         ),
         meta={"required_scopes": list(tool.required_scopes)},
@@ -96,6 +98,7 @@ def call_tool(name: str, arguments: dict) -> types.CallToolResult:
                 "attr": None,
             },
         )
+    arguments = {**arguments, **tool.fixed_arguments}  # a preset's, whatever the call says
     if arguments.get("dry_run") and not tool.dry_run and not tool.read_only:
         return error_result(
             400,

@@ -6,11 +6,15 @@ are the operation's `x-required-scopes` (workspace/api/schema.py); its annotatio
 reference's MCP server has a tool for the same operation, the tool has that name, so that prompts written for it work
 here; any other tool is named after its operationId. Nothing here is kept by hand beside a route: a new route is a
 new tool, and `tests/workspace/mcp/test_tools.py` checks that each name still maps to an operation.
+
+A reference tool whose operation here is another tool's with some arguments fixed is a *preset* of it (`PRESETS`):
+deleting is a PATCH of `deleted: true` (a hard DELETE is always refused, DECISIONS.md §6), so the reference's
+`dashboard-delete` is the dashboard PATCH with that body, and takes only what identifies the dashboard.
 """
 
 import json
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 METHODS = ("get", "post", "put", "patch", "delete")
@@ -25,6 +29,8 @@ REFERENCE_NAMES = {
     "projects_dashboards_reorder_tiles_create": "dashboard-reorder-tiles",
     "projects_insights_list": "insights-get-all",
     "projects_insights_retrieve": "insight-get",
+    "projects_insights_query_retrieve": "insight-query",
+    "projects_dashboards_add_insight_create": "add-insight-to-dashboard",
     "projects_insights_create": "insight-create-from-query",
     "projects_insights_partial_update": "insight-update",
     "projects_query_create": "query-run",
@@ -35,19 +41,47 @@ REFERENCE_NAMES = {
     "projects_property_definitions_list": "properties-list",
 }
 
-IF_MATCH = {
-    "type": "string",
-    "description": "Sent as the If-Match header: the ETag the object had when you read it. If it changed since, "
-    "nothing is changed and the call fails with 412 precondition_failed.",
-}
+# Said once per write tool, so said briefly (tools/list carries them all).
+IF_MATCH = {"type": "string", "description": "If-Match: the ETag you read; changed since, nothing changes (412)."}
 IDEMPOTENCY_KEY = {
     "type": "string",
     "minLength": 1,
     "maxLength": 255,
-    "description": "Sent as the Idempotency-Key header: a retry with the same key and arguments replays the first "
-    "answer instead of acting twice (kept 24 hours).",
+    "description": "Idempotency-Key: a retry with the same key and arguments replays the first answer (24 h).",
 }
-DRY_RUN_UNSUPPORTED = "No dry run: this operation cannot validate without acting, so a call changes data."
+DRY_RUN_UNSUPPORTED = "No dry run: a call changes data."
+# An enum longer than this is named by its size and a few of its values rather than listed: the time zones alone were
+# 10 KB per tool that takes one, and the service refuses a value outside it with a 400 naming the field.
+MAX_ENUM = 40
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A reference tool that is an operation with some of its arguments fixed (the caller cannot change them)."""
+
+    operation_id: str
+    arguments: dict
+    description: str
+    destructive: bool
+
+
+SOFT_DELETE = {"body": {"deleted": True}}
+PRESETS = {
+    "dashboard-delete": Preset(
+        "projects_dashboards_partial_update",
+        SOFT_DELETE,
+        "Delete a dashboard: it is soft-deleted (`deleted: true`), so lists and reads no longer show it; "
+        "`dashboard-update` with `deleted: false` restores it.",
+        destructive=True,
+    ),
+    "insight-delete": Preset(
+        "projects_insights_partial_update",
+        SOFT_DELETE,
+        "Delete an insight: it is soft-deleted (`deleted: true`), so lists, reads and dashboards no longer show it; "
+        "`insight-update` with `deleted: false` restores it.",
+        destructive=True,
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -66,6 +100,8 @@ class Tool:
     has_body: bool
     dry_run: bool = False
     annotations: dict = field(default_factory=dict)
+    # A preset's arguments, sent whatever the call says.
+    fixed_arguments: dict = field(default_factory=dict)
 
     @property
     def read_only(self) -> bool:
@@ -110,6 +146,90 @@ def json_schema(node, refs: set[str]):
     return converted
 
 
+def short_enums(node):
+    """`node` with each enum longer than MAX_ENUM replaced by its size and first values, in its description."""
+    if isinstance(node, list):
+        return [short_enums(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    shortened = {key: short_enums(value) for key, value in node.items()}
+    values = node.get("enum")
+    if isinstance(values, list) and len(values) > MAX_ENUM:
+        del shortened["enum"]
+        examples = ", ".join(f"`{value}`" for value in values[:3] if value is not None)
+        note = f"One of {len(values)} values, such as {examples}; any other is refused (400)."
+        shortened["description"] = f"{node['description']} {note}" if node.get("description") else note
+        if "type" not in shortened:
+            shortened["type"] = sorted({json_type(value) for value in values})
+            if len(shortened["type"]) == 1:
+                shortened["type"] = shortened["type"][0]
+    return shortened
+
+
+def json_type(value) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    return "number" if isinstance(value, float) else "string"
+
+
+def references(node, counts: dict[str, int]) -> None:
+    if isinstance(node, list):
+        for item in node:
+            references(item, counts)
+    elif isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            counts[ref[len("#/$defs/") :]] = counts.get(ref[len("#/$defs/") :], 0) + 1
+        for value in node.values():
+            references(value, counts)
+
+
+def inlined(node, name: str, definition: dict):
+    """`node` with the reference to `name` replaced by `definition` (the referring node's other keywords kept)."""
+    if isinstance(node, list):
+        return [inlined(item, name, definition) for item in node]
+    if not isinstance(node, dict):
+        return node
+    if node.get("$ref") == f"#/$defs/{name}":
+        rest = {key: value for key, value in node.items() if key != "$ref"}
+        return {**definition, **rest}
+    return {key: inlined(value, name, definition) for key, value in node.items()}
+
+
+def compact(schema: dict) -> dict:
+    """An input schema as tools/list sends it, smaller with nothing an agent needs lost: long enums named rather than
+    listed (`short_enums`), and a definition used once written where it is used (no `$defs` entry and `$ref` for it,
+    which some clients do not follow); one used twice or more, or referring to itself, stays in `$defs`."""
+    schema = short_enums(schema)
+    definitions = dict(schema.pop("$defs", {}))
+    while True:
+        counts: dict[str, int] = {}
+        references([schema, definitions], counts)
+        for name in list(definitions):
+            if counts.get(name, 0) == 0:
+                del definitions[name]
+        once = [name for name in definitions if counts.get(name) == 1 and not refers_to(definitions[name], name)]
+        if not once:
+            break
+        name = once[0]
+        definition = definitions.pop(name)
+        schema = inlined(schema, name, definition)
+        definitions = {key: inlined(value, name, definition) for key, value in definitions.items()}
+    if definitions:
+        schema["$defs"] = dict(sorted(definitions.items()))
+    return schema
+
+
+def refers_to(node, name: str) -> bool:
+    counts: dict[str, int] = {}
+    references(node, counts)
+    return name in counts
+
+
 def definitions(refs: set[str], components: dict) -> dict:
     """The components `refs` names and every one they name in turn, as `$defs`."""
     found: dict = {}
@@ -147,7 +267,7 @@ def build_tool(path: str, method: str, operation: dict, components: dict, *, nam
     body = operation.get("requestBody")
     if body:
         media = body.get("content", {}).get("application/json") or next(iter(body.get("content", {}).values()), {})
-        properties["body"] = {**json_schema(media.get("schema", {}), refs), "description": "The request body."}
+        properties["body"] = json_schema(media.get("schema", {}), refs)
         if body.get("required"):
             required.append("body")
     method = method.upper()
@@ -155,7 +275,7 @@ def build_tool(path: str, method: str, operation: dict, components: dict, *, nam
     read_only = is_read(method, scopes)
     dry_run = "dry_run" in query_parameters
     description = operation.get("description", "").strip()
-    lines = [description, f"Operation: `{method} {path}` ({operation['operationId']})."]
+    lines = [description, f"Operation: `{method} {path}`."]
     if not read_only:
         properties["if_match"] = IF_MATCH
         if method == "POST":
@@ -166,6 +286,7 @@ def build_tool(path: str, method: str, operation: dict, components: dict, *, nam
         input_schema["required"] = required
     if refs:
         input_schema["$defs"] = definitions(refs, components)
+    input_schema = compact(input_schema)
     return Tool(
         name=name,
         operation_id=operation["operationId"],
@@ -187,14 +308,41 @@ def build_tool(path: str, method: str, operation: dict, components: dict, *, nam
     )
 
 
+def preset_tool(tool: Tool, name: str, preset: Preset) -> Tool:
+    """`tool` with `preset`'s arguments fixed: they leave its input schema, and its description says what it does."""
+    fixed = set(preset.arguments)
+    schema = dict(tool.input_schema)
+    schema["properties"] = {key: value for key, value in schema["properties"].items() if key not in fixed}
+    if "required" in schema:
+        schema["required"] = [key for key in schema["required"] if key not in fixed]
+    if "$defs" in schema:  # only what the arguments left still name
+        refs: set[str] = set()
+        json_schema(schema["properties"], refs)
+        schema["$defs"] = {key: value for key, value in schema["$defs"].items() if key in refs}
+        if not schema["$defs"]:
+            del schema["$defs"]
+    sent = ", ".join(f"`{key}` {json.dumps(value)}" for key, value in preset.arguments.items())
+    lines = [preset.description, f"Operation: `{tool.method} {tool.path}` with {sent}."]
+    lines.append(DRY_RUN_UNSUPPORTED if not tool.dry_run else "Dry run: pass `dry_run: true`.")
+    return replace(
+        tool,
+        name=name,
+        description="\n\n".join(lines),
+        input_schema=schema,
+        fixed_arguments=preset.arguments,
+        annotations={**tool.annotations, "destructiveHint": preset.destructive, "idempotentHint": True},
+    )
+
+
 def succeeds(operation: dict) -> bool:
     return any(str(status).startswith("2") for status in operation.get("responses", {}))
 
 
-def tools_from_schema(schema: dict) -> dict[str, Tool]:
+def tools_from_schema(schema: dict, presets: dict[str, Preset] | None = None) -> dict[str, Tool]:
     """Every operation of `schema` as a tool, by name. Left out: a PUT beside a PATCH of the same path (the same
     update with every field required: one more tool for an agent to tell apart, and nothing it can do more), and an
-    operation that never succeeds (a hard delete the API refuses, always a 405)."""
+    operation that never succeeds (a hard delete the API refuses, always a 405). Then `presets` (default `PRESETS`),
+    each another tool's operation with arguments fixed."""
     components = schema.get("components", {}).get("schemas", {})
     tools: dict[str, Tool] = {}
     for path, operations in schema.get("paths", {}).items():
@@ -206,6 +354,11 @@ def tools_from_schema(schema: dict) -> dict[str, Tool]:
             if name in tools:
                 raise ValueError(f"Two operations make the MCP tool {name!r}: name one in REFERENCE_NAMES.")
             tools[name] = build_tool(path, method, operation, components, name=name)
+    by_operation = {tool.operation_id: tool for tool in tools.values()}
+    for name, preset in (presets if presets is not None else PRESETS).items():
+        if name in tools or preset.operation_id not in by_operation:
+            raise ValueError(f"The preset {name!r} names a tool that exists, or an operation that does not.")
+        tools[name] = preset_tool(by_operation[preset.operation_id], name, preset)
     return dict(sorted(tools.items()))
 
 

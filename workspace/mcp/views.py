@@ -4,11 +4,10 @@ The MCP request is authenticated by DRF's configured authenticators, the same th
 every credential the API accepts (personal keys, and whatever else is installed there) is accepted here unchanged.
 Without one the answer is a 401 whose `WWW-Authenticate` names the metadata, from which a client finds the
 authorization server. A credential bound to another audience (`request.auth.resource`, as OAuth tokens are) is
-refused. A browser's `Origin` must be the site's own or a local one.
+refused. A browser's `Origin` must be one cors.py allows (the site's own, a listed one, a loopback one in development).
 """
 
 import json
-from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.http import HttpResponse, JsonResponse
@@ -17,12 +16,12 @@ from rest_framework import exceptions, status
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.views import APIView
 
+from workspace.mcp.cors import origin_allowed, origin_of
 from workspace.mcp.server import Caller, exchange
 from workspace.mcp.tools import catalogue
 
 PATH = "/mcp"
 METADATA_PATH = "/.well-known/oauth-protected-resource/mcp"
-LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1"}
 # Response headers of the SDK's answer that the WSGI server sets itself.
 HOP_HEADERS = {"content-length", "transfer-encoding", "connection"}
 
@@ -30,11 +29,6 @@ HOP_HEADERS = {"content-length", "transfer-encoding", "connection"}
 def site_of(request) -> str:
     """The origin the client reached the service at (scheme, host, port)."""
     return f"{request.scheme}://{request.get_host()}"
-
-
-def origin_of(url: str) -> str:
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}"
 
 
 def read_scopes() -> list[str]:
@@ -97,8 +91,7 @@ class McpView(APIView):
 
     @staticmethod
     def origin_allowed(request, origin: str) -> bool:
-        host = urlsplit(origin).hostname
-        return origin in (origin_of(settings.SITE_URL), site_of(request)) or host in LOCAL_HOSTS
+        return origin_allowed(request, origin)  # the rule the CORS answers follow (cors.py)
 
     @staticmethod
     def resource_urls(request) -> set[str]:

@@ -95,7 +95,9 @@ def test_initialize_list_and_read_the_projects_dashboards(service, alice, projec
     assert tools["dashboard-get"].annotations.read_only_hint is True
     assert tools["dashboard-create"].annotations.read_only_hint is False
     assert tools["projects-dashboards-collaborators-destroy"].annotations.destructive_hint is True
-    assert "dashboard-delete" not in tools  # a hard delete is always refused: update with deleted instead
+    # A hard delete is always refused: the reference's delete is the soft delete, a PATCH of `deleted: true`.
+    assert tools["dashboard-delete"].annotations.destructive_hint is True
+    assert "body" not in tools["dashboard-delete"].input_schema["properties"]
     assert tools["query-run"].annotations.read_only_hint is True
     assert "project_id" in tools["dashboards-get-all"].input_schema["required"]
     assert not listed.is_error

@@ -1,10 +1,22 @@
 """The MCP tools are the OpenAPI description's operations (DECISIONS.md §22): every tool maps to an operation with its
 scopes, and nothing is kept by hand beside a route."""
 
+import json
+
 import jsonschema
 import pytest
 
-from workspace.mcp.tools import REFERENCE_NAMES, catalogue, service_schema, succeeds, tools_from_schema
+from workspace.mcp.tools import (
+    MAX_ENUM,
+    PRESETS,
+    REFERENCE_NAMES,
+    Preset,
+    catalogue,
+    compact,
+    service_schema,
+    succeeds,
+    tools_from_schema,
+)
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +41,39 @@ def test_every_tool_is_an_operation_of_the_schema_with_its_scopes(operations):
         method, path, operation = operations[tool.operation_id]
         assert (tool.method, tool.path) == (method, path)
         assert list(tool.required_scopes) == operation["x-required-scopes"]
-        assert tool.description.startswith(operation["description"].strip())
+        if tool.name in PRESETS:
+            assert tool.fixed_arguments == PRESETS[tool.name].arguments
+            assert tool.description.startswith(PRESETS[tool.name].description)
+        else:
+            assert not tool.fixed_arguments
+            assert tool.description.startswith(operation["description"].strip())
+
+
+def test_the_reference_tools_without_an_operation_of_their_own_are_presets_or_actions(operations):
+    """The reference's `insight-query` and `add-insight-to-dashboard` are REST actions here; its deletes are the soft
+    delete (a PATCH of `deleted: true`), since a hard DELETE is always a 405."""
+    tools = catalogue()
+    assert (tools["insight-query"].method, tools["insight-query"].path) == (
+        "GET",
+        "/api/projects/{project_id}/insights/{id}/query/",
+    )
+    assert tools["add-insight-to-dashboard"].path == "/api/projects/{project_id}/dashboards/{id}/add_insight/"
+    for name, update in (("dashboard-delete", "dashboard-update"), ("insight-delete", "insight-update")):
+        delete = tools[name]
+        assert (delete.method, delete.path, delete.required_scopes) == (
+            "PATCH",
+            tools[update].path,
+            tools[update].required_scopes,
+        )
+        assert delete.fixed_arguments == {"body": {"deleted": True}}
+        assert "body" not in delete.input_schema["properties"] and "$defs" not in delete.input_schema
+        assert set(delete.input_schema["required"]) == {"project_id", "id"}
+        assert delete.annotations == {
+            "readOnlyHint": False,
+            "destructiveHint": True,
+            "idempotentHint": True,
+            "openWorldHint": False,
+        }
 
 
 def test_every_operation_is_a_tool_but_a_put_beside_a_patch_and_one_that_never_succeeds(schema, operations):
@@ -48,6 +92,7 @@ def test_the_reference_names_are_those_of_existing_operations(operations):
     names = {"dashboards-get-all", "dashboard-get", "dashboard-create", "dashboard-update", "insights-get-all"}
     names |= {"insight-get", "insight-create-from-query", "insight-update", "query-run", "organizations-get"}
     names |= {"organization-details-get", "projects-get", "event-definitions-list", "properties-list"}
+    names |= {"insight-query", "add-insight-to-dashboard", "dashboard-delete", "insight-delete"}
     assert names <= set(catalogue())
     assert catalogue()["dashboards-get-all"].path == "/api/projects/{project_id}/dashboards/"
 
@@ -56,7 +101,7 @@ def test_annotations_follow_the_method_and_the_scopes():
     tools = catalogue()
     for tool in tools.values():
         hints = tool.annotations
-        assert hints["destructiveHint"] == (tool.method == "DELETE")
+        assert hints["destructiveHint"] == (tool.method == "DELETE" or tool.name in PRESETS)
         if tool.method == "GET":
             assert hints["readOnlyHint"] and hints["idempotentHint"]
         if tool.method in ("PUT", "DELETE"):
@@ -104,6 +149,64 @@ def test_input_schemas_are_json_schemas_that_check_the_arguments():
     assert not query.is_valid({"project_id": "1"})
 
 
+def test_compaction_keeps_shared_and_recursive_definitions_and_names_long_enums():
+    schema = {
+        "type": "object",
+        "properties": {
+            "a": {"$ref": "#/$defs/Shared"},
+            "b": {"$ref": "#/$defs/Shared"},
+            "tree": {"$ref": "#/$defs/Node"},
+            "zone": {"$ref": "#/$defs/Zone"},
+        },
+        "$defs": {
+            "Shared": {"type": "string", "maxLength": 3},
+            "Node": {
+                "type": "object",
+                "properties": {"children": {"type": "array", "items": {"$ref": "#/$defs/Node"}}},
+            },
+            "Zone": {"enum": [f"Zone/{number}" for number in range(MAX_ENUM + 1)], "description": "A zone."},
+            "Unused": {"type": "string"},
+        },
+    }
+
+    compacted = compact(schema)
+
+    assert set(compacted["$defs"]) == {"Shared", "Node"}
+    assert compacted["properties"]["a"] == compacted["properties"]["b"] == {"$ref": "#/$defs/Shared"}
+    assert compacted["properties"]["zone"] == {
+        "description": f"A zone. One of {MAX_ENUM + 1} values, such as `Zone/0`, `Zone/1`, `Zone/2`; any other is "
+        "refused (400).",
+        "type": "string",
+    }
+    jsonschema.Draft202012Validator.check_schema(compacted)
+    validator = jsonschema.Draft202012Validator(compacted)
+    assert validator.is_valid({"a": "abc", "tree": {"children": [{"children": []}]}, "zone": "Zone/3"})
+    assert not validator.is_valid({"a": "abcd"})
+
+
+def test_the_catalogue_sends_no_long_enum_and_no_definition_used_once():
+    for tool in catalogue().values():
+        text = json.dumps(tool.input_schema)
+        for name in tool.input_schema.get("$defs", {}):
+            assert text.count(f'"#/$defs/{name}"') >= 2 or f'"#/$defs/{name}"' in json.dumps(
+                tool.input_schema["$defs"][name]
+            ), (tool.name, name)
+        assert not any(len(values) > MAX_ENUM for values in enums(tool.input_schema)), tool.name
+    zone = catalogue()["projects-partial-update"].input_schema["properties"]["body"]["properties"]["timezone"]
+    assert "enum" not in zone and "`Africa/Abidjan`" in json.dumps(zone)
+
+
+def enums(node):
+    if isinstance(node, dict):
+        if isinstance(node.get("enum"), list):
+            yield node["enum"]
+        for value in node.values():
+            yield from enums(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from enums(item)
+
+
 def test_the_tools_of_a_small_schema():
     """The conversion itself: nullable, references followed into $defs, a PUT beside a PATCH and an operation that
     never succeeds left out, two operations of one name refused."""
@@ -131,17 +234,29 @@ def test_the_tools_of_a_small_schema():
             }
         },
     }
-    tools = tools_from_schema(schema)
+    tools = tools_from_schema(schema, presets={})
     assert set(tools) == {"things-retrieve", "things-partial-update"}
     patch = tools["things-partial-update"].input_schema
     assert patch["required"] == ["id"]
-    assert patch["properties"]["body"]["$ref"] == "#/$defs/A"
-    assert patch["$defs"] == {
-        "A": {"type": "object", "properties": {"b": {"$ref": "#/$defs/B"}}},
-        "B": {"type": ["string", "null"], "enum": ["x", None]},
+    # Each definition is used once: written where it is used, no `$defs` left.
+    assert patch["properties"]["body"] == {
+        "type": "object",
+        "properties": {"b": {"type": ["string", "null"], "enum": ["x", None]}},
     }
+    assert "$defs" not in patch
     assert "if_match" in patch["properties"] and "idempotency_key" not in patch["properties"]
+
+    remove = Preset("things_partial_update", {"body": {"b": None}}, "Clear b.", destructive=True)
+    cleared = tools_from_schema(schema, presets={"thing-clear": remove})["thing-clear"]
+    assert (cleared.method, cleared.fixed_arguments) == ("PATCH", {"body": {"b": None}})
+    assert cleared.input_schema == {
+        "type": "object",
+        "properties": {"id": {"type": "integer"}, "if_match": patch["properties"]["if_match"]},
+        "required": ["id"],
+    }
+    with pytest.raises(ValueError, match="thing-gone"):
+        tools_from_schema(schema, presets={"thing-gone": Preset("things_destroy", {}, "Gone.", destructive=True)})
 
     schema["paths"]["/api/others/"] = {"get": {"operationId": "things_retrieve", "responses": ok}}
     with pytest.raises(ValueError, match="things-retrieve"):
-        tools_from_schema(schema)
+        tools_from_schema(schema, presets={})
