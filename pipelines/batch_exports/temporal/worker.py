@@ -18,10 +18,10 @@ from temporalio.worker import Worker
 
 from pipelines.batch_exports.models import BatchExportBackfill, BatchExportRun
 from pipelines.batch_exports.temporal.activities import ACTIVITIES
-from pipelines.batch_exports.temporal.client import TemporalUnavailable, connect
 from pipelines.batch_exports.temporal.operations import start_backfill_workflow, start_run_workflow
 from pipelines.batch_exports.temporal.schedules import reconcile_schedules
 from pipelines.batch_exports.temporal.workflows import WORKFLOWS
+from pipelines.temporal.client import TemporalUnavailable, connect
 
 logger = logging.getLogger(__name__)
 
