@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from django.core.cache import cache
 from django.utils import timezone
 
-from pipelines.query import flights
+from pipelines.query import background, flights
 from pipelines.query.dialects import Dialect, NoRows
 from pipelines.query.engines import Engine, events_engine
 from pipelines.query.errors import QueryError
@@ -142,42 +142,53 @@ def query_result(
         flight = flights.start(key, project.pk, fresh_for=fresh_for)
         if flight is not None:
             break
+    state = REQUESTED if refresh == "force_blocking" else MISS if cached is None else EXPIRED
+    if limits is None:
+        limits = QueryLimits(as_tile_error=True)
+    if respond_async is not None and background.on_temporal():
+        # On Temporal's worker (pipelines.query.background): the worker holds the limits while it computes, and a
+        # refusal of them is the flight's, which this request answers if it comes within its wait.
+        try:
+            if before_compute is not None:
+                before_compute()
+        except BaseException:
+            flights.abandon(flight)
+            raise
+        job = {
+            "flight": flight.id,
+            "key": key,
+            "project": project.pk,
+            "query": query,
+            "now": now.isoformat(),
+            "fresh_for": fresh_for.total_seconds(),
+            "ident": limits.ident,
+            "as_tile_error": limits.as_tile_error,
+            "lease_seconds": flights.lease_seconds(),
+        }
+        if background.submit(job):
+            record = flights.wait(flight, respond_async)
+            return _own(flight, record, fresh_for=fresh_for, if_none_match=if_none_match)
     try:
         if before_compute is not None:
             before_compute()
-        if limits is None:
-            limits = QueryLimits(as_tile_error=True)
         # Entered here, left by the computation wherever it runs: a refusal is this request's answer.
         held = limits.computation(project)
         deadline = held.__enter__()
     except BaseException:
         flights.abandon(flight)
         raise
-    state = REQUESTED if refresh == "force_blocking" else MISS if cached is None else EXPIRED
 
     def computation() -> QueryResult:
-        try:
-            result = compute(parsed, project=project, now=now, dialect=engine.dialect(deadline=deadline))
-            response = {
-                **result,
-                "is_cached": False,
-                "last_refresh": now.isoformat(),
-                "next_allowed_client_refresh": (now + fresh_for).isoformat(),
-                "cache_key": key,
-                "timezone": project.time_zone,
-            }
-            etag = result_etag(key, response)
-            cache.set(key, {"computed_at": now, "response": response, "etag": etag}, KEPT_FOR_SECONDS)
-        except DomainError as error:
-            flights.fail(flight, error)
-            raise
-        except BaseException:
-            flights.abandon(flight)
-            raise
-        finally:
-            held.__exit__(None, None, None)
-        flights.finish(flight)
-        return QueryResult(response, Freshness(state=state, etag=etag, computed_at=now, fresh_for=fresh_for), now)
+        return _compute_flight(
+            flight,
+            parsed,
+            project=project,
+            now=now,
+            fresh_for=fresh_for,
+            dialect=engine.dialect(deadline=deadline),
+            held=held,
+            state=state,
+        )
 
     if respond_async is None:
         outcome = computation()
@@ -190,6 +201,97 @@ def query_result(
     if if_none_match is not None and none_match(if_none_match, outcome.freshness.etag):
         return QueryResult(None, outcome.freshness, now, not_modified=True)
     return outcome
+
+
+def _compute_flight(
+    flight: "flights.Flight",
+    parsed: ParsedQuery,
+    *,
+    project,
+    now: dt.datetime,
+    fresh_for: dt.timedelta,
+    dialect: Dialect,
+    held,
+    state: str,
+) -> QueryResult:
+    """Compute the flight's result with `dialect` (built with the computation's deadline), keep it in the cache and
+    end the flight (finished, or failed with the refusal a synchronous request would get); `held` (the limits'
+    computation, entered) is left whichever way it ends."""
+    key = flight.key
+    try:
+        result = compute(parsed, project=project, now=now, dialect=dialect)
+        response = {
+            **result,
+            "is_cached": False,
+            "last_refresh": now.isoformat(),
+            "next_allowed_client_refresh": (now + fresh_for).isoformat(),
+            "cache_key": key,
+            "timezone": project.time_zone,
+        }
+        etag = result_etag(key, response)
+        cache.set(key, {"computed_at": now, "response": response, "etag": etag}, KEPT_FOR_SECONDS)
+    except DomainError as error:
+        flights.fail(flight, error)
+        raise
+    except BaseException:
+        flights.abandon(flight)
+        raise
+    finally:
+        held.__exit__(None, None, None)
+    flights.finish(flight)
+    return QueryResult(response, Freshness(state=state, etag=etag, computed_at=now, fresh_for=fresh_for), now)
+
+
+def run_job(job: dict) -> None:
+    """Compute the flight a serving process handed to Temporal's worker (pipelines.query.background): the same
+    computation, within the limits of the caller it names, its outcome kept with the flight for any process to read."""
+    from organizations.models import Project
+
+    flight = flights.Flight(id=job["flight"], key=job["key"], project_id=job["project"])
+    try:
+        project = Project.objects.get(pk=job["project"])
+        parsed = parse_query(job["query"])
+        engine = events_engine()
+        if cache_key(project, parsed, engine=engine) != flight.key:
+            raise QueryError(
+                "This worker computes another result for the query than the server that asked for it (their "
+                "settings differ: CLICKHOUSE_URL?).",
+                attr=None,
+                code="worker_mismatch",
+            )
+        limits = QueryLimits(job["ident"], as_tile_error=job["as_tile_error"])
+        held = limits.computation(project)
+        deadline = held.__enter__()
+    except DomainError as error:
+        flights.fail(flight, error)
+        return
+    except BaseException:
+        flights.abandon(flight)
+        raise
+    try:
+        _compute_flight(
+            flight,
+            parsed,
+            project=project,
+            now=dt.datetime.fromisoformat(job["now"]),
+            fresh_for=dt.timedelta(seconds=job["fresh_for"]),
+            dialect=engine.dialect(deadline=deadline),
+            held=held,
+            state=MISS,
+        )
+    except DomainError:
+        return  # kept with the flight: its status URL answers it
+
+
+def _own(
+    flight: "flights.Flight", record: dict | None, *, fresh_for: dt.timedelta, if_none_match: str | None
+) -> QueryResult:
+    """The answer of the request that started `flight` elsewhere, after its wait: pending, its result, or its
+    refusal."""
+    joined = _joined(flight, record, fresh_for=fresh_for, if_none_match=if_none_match, shared=False)
+    if joined is None:
+        raise RecordedRefusal(flights.LOST)
+    return joined
 
 
 def flight_result(*, project, flight_id: str, if_none_match: str | None = None) -> QueryResult:

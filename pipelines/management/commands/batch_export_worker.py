@@ -10,8 +10,9 @@ from pipelines.batch_exports.temporal.worker import SYNC_EVERY_SECONDS, run_work
 
 class Command(BaseCommand):
     help = (
-        "Run a batch-export worker: executes runs and backfills from Temporal's task queue and reconciles the "
-        "schedules with the database at start and every minute. Start as many as you like; Ctrl-C stops one."
+        "Run a batch-export worker: executes runs and backfills from Temporal's task queue, computes the query "
+        "results asked for with `Prefer: respond-async`, and reconciles the schedules with the database at start and "
+        "every minute. Start as many as you like; Ctrl-C stops one."
     )
 
     def add_arguments(self, parser):
