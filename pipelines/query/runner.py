@@ -294,12 +294,17 @@ def _own(
     return joined
 
 
-def flight_result(*, project, flight_id: str, if_none_match: str | None = None) -> QueryResult:
+def flight_result(*, project, flight_id: str, if_none_match: str | None = None, query: object = None) -> QueryResult:
     """What the status URL of a computation answers: the result a synchronous request would get now (from the
     cache, with its ETag) once it is done; `pending` while it runs; its refusal (raised) when it failed. NotFoundError
-    for an unknown flight, one of another project, or one whose result is no longer kept."""
+    for an unknown flight, one of another project, one that is not of `query` (request JSON) when given, or one whose
+    result is no longer kept."""
     record = flights.status(flight_id)
-    if record is None or record["project"] != project.pk:
+    if (
+        record is None
+        or record["project"] != project.pk
+        or (query is not None and record["key"] != _key_of(project, query))
+    ):
         raise NotFoundError("No computation of this project has that id (its status is kept for an hour).")
     flight = flights.Flight(id=flight_id, key=record["key"], project_id=project.pk)
     fresh_for = dt.timedelta(seconds=record["fresh_for"])
@@ -397,6 +402,14 @@ def cache_key(project, parsed: ParsedQuery, *, engine: Engine | None = None) -> 
         separators=(",", ":"),
     )
     return f"query:{project.pk}:{hashlib.sha256(document.encode()).hexdigest()}"
+
+
+def _key_of(project, query: object) -> str | None:
+    """The cache key of `query` (request JSON); None for a query that no longer parses."""
+    try:
+        return cache_key(project, parse_query(query))
+    except QueryError:
+        return None
 
 
 def _fresh_for(parsed: ParsedQuery) -> dt.timedelta:
