@@ -250,6 +250,7 @@ class EndpointViewSet(ProjectScopedViewSet, ListMixin, CreateMixin, RetrieveMixi
             404: OpenApiResponse(description="No computation of this run has that id."),
         },
         summary="The answer of a run that went on without its client",
+        operation_id="projects_endpoints_run_status_retrieve",
     )
     @action(
         detail=True,
