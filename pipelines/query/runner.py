@@ -100,9 +100,11 @@ def query_result(
     QueryThrottled (429) for one refused for now. `fresh_for` replaces how long a result stays fresh (an endpoint's
     `cache_seconds`); by default 15 minutes for hour intervals, an hour otherwise.
 
-    `respond_async` (seconds): compute on this process's pool of background threads and wait that long at most;
-    a computation not done by then goes on, and the answer is `pending`: its flight, whose status URL gives what
-    this request would have (`flight_result`).
+    `respond_async` (seconds): compute in the background (on Temporal's worker, else on this process's pool of
+    threads: pipelines.query.background) and wait that long at most; a computation not done by then goes on, and the
+    answer is `pending`: its flight, whose status URL gives what this request would have (`flight_result`). On the
+    worker the caller's limits are held there, so a refusal of them is the flight's: this request's answer when it
+    comes within the wait, else its status URL's.
     """
     parsed = parse_query(query)
     engine = events_engine()
