@@ -46,8 +46,8 @@ from dashboards.core.models import Insight
 from pipelines.query.errors import EventsUnavailable, QueryError, QueryThrottled
 from pipelines.query.kinds import parse_query
 from pipelines.query.limits import QueryLimits, ResultSize
-from pipelines.query.runner import QueryResult, cache_key, query_result, run_query
-from workspace.api.exceptions import DATABASE_UNAVAILABLE
+from pipelines.query.runner import QueryResult, RecordedRefusal, cache_key, flight_result, query_result, run_query
+from workspace.api.exceptions import DATABASE_UNAVAILABLE, NotFoundError
 
 logger = logging.getLogger(__name__)
 
@@ -173,9 +173,16 @@ def insight_outcome(
     query: object = None,
     limits: QueryLimits | None = None,
     wait_until: float | None = None,
+    respond_async: float | None = None,
+    flight_id: str | None = None,
 ) -> tuple[dict, QueryResult | None]:
     """`insight_result` and the query layer's answer, which tells the result's freshness (pipelines.query.freshness):
-    None without a query, for a query that cannot run, and on a public page (`SHARED`), whose pages tell their own."""
+    None without a query, for a query that cannot run, and on a public page (`SHARED`), whose pages tell their own.
+
+    `respond_async` (seconds, `Prefer: respond-async`): a computation not done by then goes on without the request,
+    and the answer is `pending` (its flight) with a null result marked `computing`. `flight_id`: nothing is computed;
+    the result is that computation's, once done (pipelines.query.runner `flight_result`: pending while it runs; a
+    refusal of the query shown as a computed one would be; NotFoundError for a computation of another query)."""
     query = insight.query if query is None else query
     if query is None:
         return _shown(None, project), None
@@ -183,13 +190,28 @@ def insight_outcome(
     try:
         if refresh == SHARED:
             response = shared_result(project=project, query=query, wait_until=wait_until)
+        elif flight_id is not None:
+            outcome = flight_result(project=project, flight_id=flight_id, query=query)
+            response = outcome.response
         else:
             outcome = query_result(
-                project=project, query=query, refresh=refresh, before_compute=before_compute, limits=limits
+                project=project,
+                query=query,
+                refresh=refresh,
+                before_compute=before_compute,
+                limits=limits,
+                respond_async=respond_async,
             )
             response = outcome.response
+        if outcome is not None and outcome.pending is not None:
+            return {**_shown(None, project), "computing": True}, outcome
     except QueryError as error:
         return _shown(None, project, error=_reason(error)), None
+    except RecordedRefusal as error:
+        # A computation that went on without its client ended refused: shown as the request would have shown it.
+        if error.status_code == QueryError.status_code and error.error_type == QueryError.error_type:
+            return _shown(None, project, error=_reason(error)), None
+        raise
     except StillComputing:
         return {**_shown(None, project, error=COMPUTING), "computing": True}, None
     except EventsUnavailable as error:
@@ -198,8 +220,10 @@ def insight_outcome(
         if refresh == SHARED:
             return _shown(None, project, error=str(error.detail)), None
         raise
-    except (QueryThrottled, APIException, *DATABASE_UNAVAILABLE):
-        raise  # the request's own refusal (429) or a database that is down (503), not this query's fault
+    except (QueryThrottled, NotFoundError, APIException, *DATABASE_UNAVAILABLE):
+        # The request's own refusal (429), a status URL of no computation of this query (404) or a database that is
+        # down (503): not this query's fault.
+        raise
     except Exception:  # a fault of the query layer with this query: the page still shows, this tile says so
         logger.exception("Insight %s: its query could not be computed", insight.pk)
         return _shown(None, project, error="The query could not be computed."), None
@@ -372,8 +396,13 @@ class InsightResults:
         extra_properties: Sequence[dict] = (),
         dates: DateOverride | None = None,
         limits: QueryLimits | None = None,
+        respond_async: float | None = None,
+        flight_id: str | None = None,
     ):
         self.project = project
+        # `Prefer: respond-async` on an insight's read, or the computation its status URL answers (`insight_outcome`).
+        self.respond_async = respond_async
+        self.flight_id = flight_id
         self.limits = limits  # the request's bounds of computation (pipelines.query.limits)
         self.refresh = refresh
         self.before_compute = before_compute
@@ -435,6 +464,8 @@ class InsightResults:
                 query=self.query_of(insight),
                 limits=self.limits,
                 wait_until=self.wait_until,
+                respond_async=self.respond_async,
+                flight_id=self.flight_id,
             )
             self._shown[insight.pk] = shown
         if insight.pk not in self._counted:

@@ -1,4 +1,6 @@
+from django.conf import settings
 from django.db import transaction
+from django.urls import reverse
 from django.utils.functional import cached_property
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
@@ -55,8 +57,8 @@ from pipelines.query.errors import QueryError
 from pipelines.query.freshness import ABSENT
 from pipelines.query.limits import QueryLimits
 from pipelines.query.runner import REFRESH_MODES
-from pipelines.query.views import FRESHNESS_HEADERS, IF_NONE_MATCH, REQUEST_CACHE_CONTROL
-from workspace.api.conditional import cache_directives, etag_for, none_match, with_computed
+from pipelines.query.views import FRESHNESS_HEADERS, IF_NONE_MATCH, PREFER, REQUEST_CACHE_CONTROL, accepted
+from workspace.api.conditional import cache_directives, etag_for, none_match, respond_async_wait, with_computed
 from workspace.api.exceptions import error_body
 from workspace.api.schema import ErrorSerializer
 from workspace.api.throttling import QueryRateThrottle
@@ -106,6 +108,11 @@ REFRESH = OpenApiParameter(
 )
 
 
+FLIGHT_ID = OpenApiParameter(
+    "flight_id", OpenApiTypes.STR, OpenApiParameter.PATH, description="The computation's id, from a read's 202."
+)
+
+
 class InsightResultsMixin:
     """Views that show insights with their results (dashboards.core.results). A detail GET reads `?refresh=` (default:
     `default_refresh`); lists and writes show cached results only, and never compute. Results are not content: they
@@ -125,8 +132,14 @@ class InsightResultsMixin:
             refresh=self.refresh_mode(),
             before_compute=self.throttle_computation,
             limits=self.query_limits(),
+            **self.computation_options(),
         )
         return context
+
+    def computation_options(self) -> dict:
+        """Whether the results' computations may go on without the request (InsightResults `respond_async`,
+        `flight_id`): only on an insight's own read (InsightViewSet)."""
+        return {}
 
     def query_limits(self) -> QueryLimits:
         """The request's bounds of computation, one object for all its results."""
@@ -500,13 +513,19 @@ class DashboardCollaboratorViewSet(DashboardScopedMixin, ProjectScopedViewSet, L
     ),
     create=extend_schema(parameters=[PROJECT_ID]),
     retrieve=extend_schema(
-        parameters=[PROJECT_ID, REFRESH, IF_NONE_MATCH, REQUEST_CACHE_CONTROL, *FRESHNESS_HEADERS],
+        parameters=[PROJECT_ID, REFRESH, IF_NONE_MATCH, REQUEST_CACHE_CONTROL, PREFER, *FRESHNESS_HEADERS],
         description="The insight with its result, computed when stale (`?refresh=blocking`, the default). A query "
         "that cannot be computed gives `result: null` and an `error`. The ETag is that of the insight and of its "
         "result (a new result changes it; `If-Match` on a write compares the insight's part only); `Age`, "
-        "`Cache-Status` and `Cache-Control` tell the result's freshness.",
+        "`Cache-Status` and `Cache-Control` tell the result's freshness. With `Prefer: respond-async, wait=N`, a "
+        "result not ready within N seconds is a 202 whose `Location` answers this read later, with the same ETag.",
         responses={
             200: InsightSerializer,
+            202: OpenApiResponse(
+                OpenApiTypes.OBJECT,
+                description="`Prefer: respond-async` and the result was not ready in time: `Location` (the read's "
+                "status URL) answers it once computed, `Retry-After` says when to ask.",
+            ),
             304: OpenApiResponse(description="The insight and its result are still those `If-None-Match` names."),
             504: OpenApiResponse(
                 ErrorSerializer, description="`Cache-Control: only-if-cached` and no result is cached."
@@ -538,6 +557,8 @@ class InsightViewSet(
     def refresh_mode(self) -> str:
         """`?refresh=` as for every read of insights, unless the request's `Cache-Control` says otherwise:
         `only-if-cached` reads the cache only, `no-cache` computes now (DECISIONS.md §21)."""
+        if self.action == "result_status":
+            return "blocking"  # read from its computation (`computation_options`), never from a page's preload
         mode = super().refresh_mode()
         if self.action in self.computing_actions:
             directives = cache_directives(self.request)
@@ -556,6 +577,10 @@ class InsightViewSet(
             data = self.represent(instance)
         etag = etag_for(self.etag_state(data))
         outcome = self.insight_results.outcome_of(data["id"])
+        if self.request.method in ("GET", "HEAD") and outcome is not None and outcome.pending is not None:
+            flight_id = outcome.pending.id
+            kwargs = {"project_id": self.project.pk, "pk": data["id"], "flight_id": flight_id}
+            return accepted(self.request, reverse("project-insights-result-status", kwargs=kwargs), flight_id)
         headers = {}
         if outcome is not None and outcome.freshness.etag is not None:
             etag = with_computed(etag, outcome.freshness.etag)
@@ -571,6 +596,14 @@ class InsightViewSet(
         if self.request.method in ("GET", "HEAD") and header is not None and none_match(header, etag):
             return Response(status=status.HTTP_304_NOT_MODIFIED, headers=headers)
         return Response(data, status=status_code, headers=headers)
+
+    def computation_options(self) -> dict:
+        """`Prefer: respond-async` on the insight's read; on its status URL, the computation that answers it."""
+        if self.action == "retrieve" and self.request.method in ("GET", "HEAD"):
+            return {"respond_async": respond_async_wait(self.request, most=settings.QUERY_TIMEOUT_MS / 1000)}
+        if self.action == "result_status":
+            return {"flight_id": self.kwargs["flight_id"]}
+        return {}
 
     @extend_schema(
         parameters=[PROJECT_ID, REFRESH, IF_NONE_MATCH, REQUEST_CACHE_CONTROL, *FRESHNESS_HEADERS],
@@ -595,6 +628,31 @@ class InsightViewSet(
         `insight-query`). Freshness, ETag and `Cache-Control` as the insight's GET."""
         insight = self.get_object()
         return self.object_response(data=InsightQuerySerializer(insight, context=self.get_serializer_context()).data)
+
+    @extend_schema(
+        parameters=[PROJECT_ID, FLIGHT_ID, IF_NONE_MATCH, *FRESHNESS_HEADERS],
+        request=None,
+        responses={
+            200: InsightSerializer,
+            202: OpenApiResponse(OpenApiTypes.OBJECT, description="Still computing: ask again after `Retry-After`."),
+            304: OpenApiResponse(description="The insight and its result are still those `If-None-Match` names."),
+            404: OpenApiResponse(ErrorSerializer, description="No computation of this insight's query has that id."),
+        },
+        summary="The read of an insight whose result went on computing without its client",
+        operation_id="projects_insights_result_status_retrieve",
+    )
+    @action(
+        detail=True,
+        methods=["get"],
+        required_scopes=["insight:read"],
+        url_path=r"results/(?P<flight_id>[0-9a-f]{32})",
+        url_name="result-status",
+    )
+    def result_status(self, request, *args, flight_id: str, **kwargs):
+        """The status URL of an insight's read answered 202 (`Prefer: respond-async`): 202 while the result is
+        computed; then what the read answers, the insight with that result (the same ETag; 304; the same `error` or
+        refusal). It never computes; 404 for a computation of another query than the insight's."""
+        return self.object_response(self.get_object())
 
     def get_queryset(self):
         # A soft-deleted insight is reachable only by PATCH or PUT, so that `{"deleted": false}` can restore it.

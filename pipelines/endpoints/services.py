@@ -12,7 +12,7 @@ from django.utils import timezone
 from pipelines.endpoints.models import DURATION_BUCKETS_MS, Endpoint, EndpointUsage, EndpointVersion
 from pipelines.endpoints.parameters import bind, validate
 from pipelines.query.limits import QueryLimits
-from pipelines.query.runner import QueryResult, query_result
+from pipelines.query.runner import QueryResult, flight_result, query_result
 from workspace.api.exceptions import NotFoundError
 from workspace.models import acting_person
 from workspace.services import full_clean_changed
@@ -123,12 +123,19 @@ def endpoint_run(
     refresh: str = "blocking",
     limits: QueryLimits | None = None,
     before_compute=None,
+    respond_async: float | None = None,
+    flight_id: str | None = None,
 ) -> Run:
     """Run a version of an endpoint (`published`, from `endpoint_version`) with the parameters `given`: validated
     against that version's schema (ParameterError naming the first refused one by its JSON Pointer), bound into its
-    query, and run as `/query/` runs a query (the same cache, bounds and throttle), fresh for the endpoint's
-    `cache_seconds`."""
+    query, and run as `/query/` runs a query (the same cache, bounds and throttle, `respond_async` too), fresh for the
+    endpoint's `cache_seconds`. With `flight_id`, nothing is computed: the run is answered by that computation of the
+    same query, which went on without its client (pipelines.query.runner `flight_result`; NotFoundError for one of
+    another query)."""
     effective, query = bound_query(published, given)
+    if flight_id is not None:
+        outcome = flight_result(project=endpoint.project, flight_id=flight_id, query=query)
+        return Run(outcome=outcome, version=published.version, parameters=effective)
     outcome = query_result(
         project=endpoint.project,
         query=query,
@@ -136,6 +143,7 @@ def endpoint_run(
         before_compute=before_compute,
         limits=limits,
         fresh_for=dt.timedelta(seconds=endpoint.cache_seconds),
+        respond_async=respond_async,
     )
     return Run(outcome=outcome, version=published.version, parameters=effective)
 

@@ -1,7 +1,10 @@
 import dataclasses
 import time
+from urllib.parse import urlencode
 
+from django.conf import settings
 from django.http import Http404, HttpResponse
+from django.urls import reverse
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
@@ -23,6 +26,7 @@ from pipelines.endpoints.serializers import (
     EndpointVersionSerializer,
 )
 from pipelines.endpoints.services import (
+    Run,
     endpoint_create,
     endpoint_delete,
     endpoint_run,
@@ -33,8 +37,8 @@ from pipelines.endpoints.services import (
 )
 from pipelines.query.freshness import ABSENT
 from pipelines.query.limits import QueryLimits
-from pipelines.query.views import FRESHNESS_HEADERS, IF_NONE_MATCH, PROJECT_ID, REQUEST_CACHE_CONTROL
-from workspace.api.conditional import cache_directives, etag_for, none_match
+from pipelines.query.views import FRESHNESS_HEADERS, IF_NONE_MATCH, PREFER, PROJECT_ID, REQUEST_CACHE_CONTROL, accepted
+from workspace.api.conditional import cache_directives, etag_for, none_match, respond_async_wait
 from workspace.api.exceptions import error_body
 from workspace.api.renderers import JSONRenderer
 from workspace.api.throttling import QueryRateThrottle
@@ -42,6 +46,9 @@ from workspace.api.viewsets import CreateMixin, DestroyMixin, ListMixin, Retriev
 
 ADMIN = Membership.Level.ADMIN
 ENDPOINT_NAME = OpenApiParameter("name", OpenApiTypes.STR, OpenApiParameter.PATH, description="The endpoint's name.")
+FLIGHT_ID = OpenApiParameter(
+    "flight_id", OpenApiTypes.STR, OpenApiParameter.PATH, description="The computation's id, from a run's 202."
+)
 FORMATS = {"text/csv": "csv", "application/x-ndjson": "ndjson", "application/ndjson": "ndjson"}
 
 
@@ -94,7 +101,7 @@ class EndpointViewSet(ProjectScopedViewSet, ListMixin, CreateMixin, RetrieveMixi
     lookup_url_kwarg = "name"
     lookup_value_regex = r"[^/]+"
     required_level = dict.fromkeys(("create", "update", "partial_update", "destroy"), ADMIN)
-    outside_transaction = frozenset({"run"})
+    outside_transaction = frozenset({"run", "run_status"})
 
     def get_queryset(self):
         queryset = self.project.endpoints.order_by("name", "id")
@@ -121,7 +128,7 @@ class EndpointViewSet(ProjectScopedViewSet, ListMixin, CreateMixin, RetrieveMixi
 
     def perform_content_negotiation(self, request, force=False):
         """A run answers JSON, CSV or NDJSON as it reads `?format=` and `Accept` itself (its errors always JSON)."""
-        if getattr(self, "action", None) == "run":
+        if getattr(self, "action", None) in ("run", "run_status"):
             renderer = JSONRenderer()
             return renderer, renderer.media_type
         return super().perform_content_negotiation(request, force)
@@ -183,6 +190,7 @@ class EndpointViewSet(ProjectScopedViewSet, ListMixin, CreateMixin, RetrieveMixi
             EndpointRunOptionsSerializer,
             IF_NONE_MATCH,
             REQUEST_CACHE_CONTROL,
+            PREFER,
             *FRESHNESS_HEADERS,
         ],
         request=EndpointRunSerializer,
@@ -191,6 +199,11 @@ class EndpointViewSet(ProjectScopedViewSet, ListMixin, CreateMixin, RetrieveMixi
                 OpenApiTypes.OBJECT,
                 description="`{results, columns, types, version, parameters}` (and `limit`, `offset`, `hasMore` for "
                 "HogQL), or CSV or NDJSON.",
+            ),
+            202: OpenApiResponse(
+                OpenApiTypes.OBJECT,
+                description="`Prefer: respond-async` and the result was not ready in time: `Location` (the run's "
+                "status URL) answers this run once computed, `Retry-After` says when to ask.",
             ),
             304: OpenApiResponse(description="The answer is still the one `If-None-Match` names; no body."),
             504: OpenApiResponse(description="`Cache-Control: only-if-cached` and no result is cached."),
@@ -202,7 +215,8 @@ class EndpointViewSet(ProjectScopedViewSet, ListMixin, CreateMixin, RetrieveMixi
         """Run the endpoint's latest version, or `?version=N`. Parameters are read by their schema's types from the
         query string (GET) or taken from the body's `parameters` (POST); an unknown, missing or ill-typed one is a
         400 whose `attr` is its JSON Pointer (`/country`). `?format=csv|ndjson` (or `Accept`) for CSV or NDJSON;
-        `limit` and `offset` page a HogQL result."""
+        `limit` and `offset` page a HogQL result. With `Prefer: respond-async, wait=N`, a result not ready within N
+        seconds is a 202 whose `Location` answers this run later, with the same ETag."""
         endpoint = self.get_object()
         started = time.monotonic()
         outcome = {"error": True, "cache_hit": False, "rows": 0}
@@ -216,7 +230,42 @@ class EndpointViewSet(ProjectScopedViewSet, ListMixin, CreateMixin, RetrieveMixi
                 **outcome,
             )
 
-    def _run(self, request, endpoint: Endpoint, outcome: dict):
+    @extend_schema(
+        parameters=[
+            PROJECT_ID,
+            ENDPOINT_NAME,
+            FLIGHT_ID,
+            EndpointRunOptionsSerializer,
+            IF_NONE_MATCH,
+            *FRESHNESS_HEADERS,
+        ],
+        request=None,
+        responses={
+            200: OpenApiResponse(OpenApiTypes.OBJECT, description="The run's answer, as the run itself gives it."),
+            202: OpenApiResponse(OpenApiTypes.OBJECT, description="Still computing: ask again after `Retry-After`."),
+            304: OpenApiResponse(description="The answer is still the one `If-None-Match` names; no body."),
+            404: OpenApiResponse(description="No computation of this run has that id."),
+        },
+        summary="The answer of a run that went on without its client",
+        operation_id="projects_endpoints_run_status_retrieve",
+    )
+    @action(
+        detail=True,
+        methods=["get"],
+        required_scopes=["endpoint:read"],
+        url_path=r"run/(?P<flight_id>[0-9a-f]{32})",
+        url_name="run-status",
+    )
+    def run_status(self, request, *args, flight_id: str, **kwargs):
+        """The status URL of a run answered 202 (`Prefer: respond-async`): the run's own URL and query string (its
+        version, format, page and parameters, as the 202's `Location` writes them) with the computation's id. It never
+        computes: 202 while the computation runs, then the run's answer from it, read and shaped by the run's own code
+        (the same body and ETag as the synchronous run), or its refusal; 404 for a computation of another run."""
+        return self._run(
+            request, self.get_object(), {"error": True, "cache_hit": False, "rows": 0}, flight_id=flight_id
+        )
+
+    def _run(self, request, endpoint: Endpoint, outcome: dict, flight_id: str | None = None):
         # A plain dict, not the QueryDict: DRF reads a form's blank value as absent, but `?format=` names no format.
         options = EndpointRunOptionsSerializer(data=request.query_params.dict())
         options.is_valid(raise_exception=True)
@@ -248,8 +297,17 @@ class EndpointViewSet(ProjectScopedViewSet, ListMixin, CreateMixin, RetrieveMixi
             refresh=refresh,
             limits=self.limits,
             before_compute=self.throttle_computation,
+            respond_async=respond_async_wait(request, most=settings.QUERY_TIMEOUT_MS / 1000) if not flight_id else None,
+            flight_id=flight_id,
         )
         result = run.outcome
+        if result.pending is not None:
+            outcome["error"] = False
+            path = reverse(
+                "project-endpoints-run-status",
+                kwargs={"project_id": self.project.pk, "name": endpoint.name, "flight_id": result.pending.id},
+            )
+            return accepted(request, path, result.pending.id, query=replay(run, options.validated_data, chosen))
         if result.freshness.state == ABSENT:
             body = error_body("invalid_request", "not_cached", "No result of this endpoint is cached (only-if-cached).")
             return Response(body, status=status.HTTP_504_GATEWAY_TIMEOUT, headers=result.headers())
@@ -280,3 +338,14 @@ class EndpointViewSet(ProjectScopedViewSet, ListMixin, CreateMixin, RetrieveMixi
         throttle = QueryRateThrottle()
         if not throttle.allow_request(self.request, self):
             self.throttled(self.request, throttle.wait())
+
+
+def replay(run: Run, options: dict, chosen: str) -> str:
+    """The query string of a run's status URL: what the run's answer depends on besides its result (its version,
+    format and page, and its effective parameters as a GET run reads them), so that the run's own code answers it."""
+    pairs = [("version", run.version), ("format", chosen)]
+    pairs += [(name, options[name]) for name in ("limit", "offset") if name in options]
+    for name, value in run.parameters.items():
+        if value is not None:
+            pairs.append((name, ("true" if value else "false") if isinstance(value, bool) else value))
+    return urlencode(pairs)

@@ -9,11 +9,14 @@ cache's entry) or failed (with the error a synchronous request would have got), 
 
 A flight holds its place for the query timeout and a margin (`lease`): a process that dies mid-computation blocks
 nobody longer than that, and its flight's status says it was lost. Background computations (`Prefer:
-respond-async`) run on this process's pool of QUERY_ASYNC_THREADS threads; each thread closes its database
-connections when its computation ends.
+respond-async`) run on Temporal's worker (pipelines.query.background) or on this process's pool of QUERY_ASYNC_THREADS
+threads; each thread closes its database connections when its computation ends. A finished flight's record names the
+process that computed it (`computed_by`: host and pid).
 """
 
 import datetime as dt
+import os
+import socket
 import time
 import uuid
 from collections.abc import Callable
@@ -33,6 +36,15 @@ LEASE_MARGIN_SECONDS = 30
 POLL_SECONDS = 0.05
 
 _pool: ThreadPoolExecutor | None = None
+# The refusal of a flight that stopped before it ended (its process died, or its record is gone).
+LOST = {
+    "status": 503,
+    "type": "server_error",
+    "code": "computation_lost",
+    "detail": "The computation stopped before it finished. Ask for the result again.",
+    "attr": None,
+    "wait": 1,
+}
 
 
 def lease_seconds() -> int:
@@ -76,6 +88,11 @@ def current(key: str) -> Flight | None:
     return None if record is None else Flight(id=flight_id, key=record["key"], project_id=record["project"])
 
 
+def computer() -> str:
+    """This process, as a flight's record names the one that computed it: `host:pid`."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
 def finish(flight: Flight) -> None:
     """The flight is done: its result is the cache's entry under its key."""
     _write(flight, DONE)
@@ -104,21 +121,13 @@ def abandon(flight: Flight) -> None:
 
 def status(flight_id: str) -> dict | None:
     """The flight's record: `state` (RUNNING, DONE, FAILED), `key`, `project`, `started_at`, `fresh_for` (seconds),
-    `error` when FAILED;
+    `error` when FAILED, `computed_by` once it ended;
     a running flight past its lease (its process ended) reads as FAILED `computation_lost`. None when unknown."""
     record = cache.get(_record_key(flight_id)) if flight_id else None
     if record is None:
         return None
     if record["state"] == RUNNING and timezone.now() > record["started_at"] + dt.timedelta(seconds=lease_seconds()):
-        lost = {
-            "status": 503,
-            "type": "server_error",
-            "code": "computation_lost",
-            "detail": "The computation stopped before it finished. Ask for the result again.",
-            "attr": None,
-            "wait": 1,
-        }
-        return {**record, "state": FAILED, "error": lost}
+        return {**record, "state": FAILED, "error": LOST}
     return record
 
 
@@ -152,7 +161,7 @@ def _write(flight: Flight, state: str, *, error: dict | None = None) -> None:
     record = cache.get(_record_key(flight.id))
     if record is None:  # no longer kept: nobody can ask for it
         return
-    record = {**record, "state": state}
+    record = {**record, "state": state, "computed_by": computer()}
     if error is not None:
         record["error"] = error
     cache.set(_record_key(flight.id), record, KEPT_FOR_SECONDS)

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from django.core.cache import cache
 from django.utils import timezone
 
-from pipelines.query import flights
+from pipelines.query import background, flights
 from pipelines.query.dialects import Dialect, NoRows
 from pipelines.query.engines import Engine, events_engine
 from pipelines.query.errors import QueryError
@@ -100,9 +100,11 @@ def query_result(
     QueryThrottled (429) for one refused for now. `fresh_for` replaces how long a result stays fresh (an endpoint's
     `cache_seconds`); by default 15 minutes for hour intervals, an hour otherwise.
 
-    `respond_async` (seconds): compute on this process's pool of background threads and wait that long at most;
-    a computation not done by then goes on, and the answer is `pending`: its flight, whose status URL gives what
-    this request would have (`flight_result`).
+    `respond_async` (seconds): compute in the background (on Temporal's worker, else on this process's pool of
+    threads: pipelines.query.background) and wait that long at most; a computation not done by then goes on, and the
+    answer is `pending`: its flight, whose status URL gives what this request would have (`flight_result`). On the
+    worker the caller's limits are held there, so a refusal of them is the flight's: this request's answer when it
+    comes within the wait, else its status URL's.
     """
     parsed = parse_query(query)
     engine = events_engine()
@@ -142,42 +144,53 @@ def query_result(
         flight = flights.start(key, project.pk, fresh_for=fresh_for)
         if flight is not None:
             break
+    state = REQUESTED if refresh == "force_blocking" else MISS if cached is None else EXPIRED
+    if limits is None:
+        limits = QueryLimits(as_tile_error=True)
+    if respond_async is not None and background.on_temporal():
+        # On Temporal's worker (pipelines.query.background): the worker holds the limits while it computes, and a
+        # refusal of them is the flight's, which this request answers if it comes within its wait.
+        try:
+            if before_compute is not None:
+                before_compute()
+        except BaseException:
+            flights.abandon(flight)
+            raise
+        job = {
+            "flight": flight.id,
+            "key": key,
+            "project": project.pk,
+            "query": query,
+            "now": now.isoformat(),
+            "fresh_for": fresh_for.total_seconds(),
+            "ident": limits.ident,
+            "as_tile_error": limits.as_tile_error,
+            "lease_seconds": flights.lease_seconds(),
+        }
+        if background.submit(job):
+            record = flights.wait(flight, respond_async)
+            return _own(flight, record, fresh_for=fresh_for, if_none_match=if_none_match)
     try:
         if before_compute is not None:
             before_compute()
-        if limits is None:
-            limits = QueryLimits(as_tile_error=True)
         # Entered here, left by the computation wherever it runs: a refusal is this request's answer.
         held = limits.computation(project)
         deadline = held.__enter__()
     except BaseException:
         flights.abandon(flight)
         raise
-    state = REQUESTED if refresh == "force_blocking" else MISS if cached is None else EXPIRED
 
     def computation() -> QueryResult:
-        try:
-            result = compute(parsed, project=project, now=now, dialect=engine.dialect(deadline=deadline))
-            response = {
-                **result,
-                "is_cached": False,
-                "last_refresh": now.isoformat(),
-                "next_allowed_client_refresh": (now + fresh_for).isoformat(),
-                "cache_key": key,
-                "timezone": project.time_zone,
-            }
-            etag = result_etag(key, response)
-            cache.set(key, {"computed_at": now, "response": response, "etag": etag}, KEPT_FOR_SECONDS)
-        except DomainError as error:
-            flights.fail(flight, error)
-            raise
-        except BaseException:
-            flights.abandon(flight)
-            raise
-        finally:
-            held.__exit__(None, None, None)
-        flights.finish(flight)
-        return QueryResult(response, Freshness(state=state, etag=etag, computed_at=now, fresh_for=fresh_for), now)
+        return _compute_flight(
+            flight,
+            parsed,
+            project=project,
+            now=now,
+            fresh_for=fresh_for,
+            dialect=engine.dialect(deadline=deadline),
+            held=held,
+            state=state,
+        )
 
     if respond_async is None:
         outcome = computation()
@@ -192,12 +205,108 @@ def query_result(
     return outcome
 
 
-def flight_result(*, project, flight_id: str, if_none_match: str | None = None) -> QueryResult:
+def _compute_flight(
+    flight: "flights.Flight",
+    parsed: ParsedQuery,
+    *,
+    project,
+    now: dt.datetime,
+    fresh_for: dt.timedelta,
+    dialect: Dialect,
+    held,
+    state: str,
+) -> QueryResult:
+    """Compute the flight's result with `dialect` (built with the computation's deadline), keep it in the cache and
+    end the flight (finished, or failed with the refusal a synchronous request would get); `held` (the limits'
+    computation, entered) is left whichever way it ends."""
+    key = flight.key
+    try:
+        result = compute(parsed, project=project, now=now, dialect=dialect)
+        response = {
+            **result,
+            "is_cached": False,
+            "last_refresh": now.isoformat(),
+            "next_allowed_client_refresh": (now + fresh_for).isoformat(),
+            "cache_key": key,
+            "timezone": project.time_zone,
+        }
+        etag = result_etag(key, response)
+        cache.set(key, {"computed_at": now, "response": response, "etag": etag}, KEPT_FOR_SECONDS)
+    except DomainError as error:
+        flights.fail(flight, error)
+        raise
+    except BaseException:
+        flights.abandon(flight)
+        raise
+    finally:
+        held.__exit__(None, None, None)
+    flights.finish(flight)
+    return QueryResult(response, Freshness(state=state, etag=etag, computed_at=now, fresh_for=fresh_for), now)
+
+
+def run_job(job: dict) -> None:
+    """Compute the flight a serving process handed to Temporal's worker (pipelines.query.background): the same
+    computation, within the limits of the caller it names, its outcome kept with the flight for any process to read."""
+    from organizations.models import Project
+
+    flight = flights.Flight(id=job["flight"], key=job["key"], project_id=job["project"])
+    try:
+        project = Project.objects.get(pk=job["project"])
+        parsed = parse_query(job["query"])
+        engine = events_engine()
+        if cache_key(project, parsed, engine=engine) != flight.key:
+            raise QueryError(
+                "This worker computes another result for the query than the server that asked for it (their "
+                "settings differ: CLICKHOUSE_URL?).",
+                attr=None,
+                code="worker_mismatch",
+            )
+        limits = QueryLimits(job["ident"], as_tile_error=job["as_tile_error"])
+        held = limits.computation(project)
+        deadline = held.__enter__()
+    except DomainError as error:
+        flights.fail(flight, error)
+        return
+    except BaseException:
+        flights.abandon(flight)
+        raise
+    try:
+        _compute_flight(
+            flight,
+            parsed,
+            project=project,
+            now=dt.datetime.fromisoformat(job["now"]),
+            fresh_for=dt.timedelta(seconds=job["fresh_for"]),
+            dialect=engine.dialect(deadline=deadline),
+            held=held,
+            state=MISS,
+        )
+    except DomainError:
+        return  # kept with the flight: its status URL answers it
+
+
+def _own(
+    flight: "flights.Flight", record: dict | None, *, fresh_for: dt.timedelta, if_none_match: str | None
+) -> QueryResult:
+    """The answer of the request that started `flight` elsewhere, after its wait: pending, its result, or its
+    refusal."""
+    joined = _joined(flight, record, fresh_for=fresh_for, if_none_match=if_none_match, shared=False)
+    if joined is None:
+        raise RecordedRefusal(flights.LOST)
+    return joined
+
+
+def flight_result(*, project, flight_id: str, if_none_match: str | None = None, query: object = None) -> QueryResult:
     """What the status URL of a computation answers: the result a synchronous request would get now (from the
     cache, with its ETag) once it is done; `pending` while it runs; its refusal (raised) when it failed. NotFoundError
-    for an unknown flight, one of another project, or one whose result is no longer kept."""
+    for an unknown flight, one of another project, one that is not of `query` (request JSON) when given, or one whose
+    result is no longer kept."""
     record = flights.status(flight_id)
-    if record is None or record["project"] != project.pk:
+    if (
+        record is None
+        or record["project"] != project.pk
+        or (query is not None and record["key"] != _key_of(project, query))
+    ):
         raise NotFoundError("No computation of this project has that id (its status is kept for an hour).")
     flight = flights.Flight(id=flight_id, key=record["key"], project_id=project.pk)
     fresh_for = dt.timedelta(seconds=record["fresh_for"])
@@ -295,6 +404,14 @@ def cache_key(project, parsed: ParsedQuery, *, engine: Engine | None = None) -> 
         separators=(",", ":"),
     )
     return f"query:{project.pk}:{hashlib.sha256(document.encode()).hexdigest()}"
+
+
+def _key_of(project, query: object) -> str | None:
+    """The cache key of `query` (request JSON); None for a query that no longer parses."""
+    try:
+        return cache_key(project, parse_query(query))
+    except QueryError:
+        return None
 
 
 def _fresh_for(parsed: ParsedQuery) -> dt.timedelta:

@@ -70,6 +70,19 @@ FRESHNESS_HEADERS = [
 ]
 
 
+def accepted(request, path: str, flight_id: str, *, query: str = "") -> Response:
+    """The 202 of a request whose computation goes on without it (`Prefer: respond-async`): `Location` is its status
+    URL (`path`, with the query string `query`), which answers what the request would have once it is done."""
+    location = path if path.endswith("/") else f"{path}/"  # the routes' one spelling (STYLE #3)
+    headers = {
+        "Location": request.build_absolute_uri(f"{location}?{query}" if query else location),
+        "Retry-After": str(ASYNC_RETRY_SECONDS),
+        "Preference-Applied": "respond-async",
+    }
+    body = {"query_status": {"id": flight_id, "complete": False}}
+    return Response(body, status=status.HTTP_202_ACCEPTED, headers=headers)
+
+
 class QueryViewSet(ProjectScopedViewSet):
     """POST /api/projects/{project_id}/query/: a query over the project's events, for any member with `query:read`.
 
@@ -176,14 +189,7 @@ class QueryViewSet(ProjectScopedViewSet):
         headers = outcome.headers()
         if outcome.pending is not None:
             path = reverse("project-query-detail", kwargs={"project_id": self.project.pk, "pk": outcome.pending.id})
-            location = path if path.endswith("/") else f"{path}/"  # the routes' one spelling (STYLE #3)
-            body = {"query_status": {"id": outcome.pending.id, "complete": False}}
-            headers = {
-                "Location": self.request.build_absolute_uri(location),
-                "Retry-After": str(ASYNC_RETRY_SECONDS),
-                "Preference-Applied": "respond-async",
-            }
-            return Response(body, status=status.HTTP_202_ACCEPTED, headers=headers)
+            return accepted(self.request, path, outcome.pending.id)
         if outcome.not_modified:
             return Response(status=status.HTTP_304_NOT_MODIFIED, headers=headers)
         if outcome.freshness.state == ABSENT and only_if_cached:

@@ -3,6 +3,7 @@ import uuid
 from django.contrib.auth.hashers import make_password
 
 from dashboards.core.models import SharingPassword
+from dashboards.core.results import InsightResults
 from dashboards.core.template_library import bundled_templates
 from dashboards.public.services import embed_secret_create
 from organizations.models import Membership
@@ -14,6 +15,7 @@ from tests.dashboards.factories import (
     SharingConfigurationFactory,
 )
 from tests.organizations.factories import MembershipFactory
+from tests.pipelines.scope_routes import finished_flight
 from tests.scope_matrix import Route
 from tests.workspace.factories import UserFactory
 from workspace.models import ActivityLog
@@ -118,6 +120,8 @@ ROUTES = [
     ),
     Route("GET", f"{INSIGHTS}/{{insight_id}}/", "insight:read", 200),
     Route("GET", f"{INSIGHTS}/{{insight_id}}/query/", "insight:read", 200),
+    # The status URL of an insight's read that went on without its client (one done: the insight with its result).
+    Route("GET", f"{INSIGHTS}/{{insight_id}}/results/{{flight_id}}/", "insight:read", 200),
     Route("PATCH", f"{INSIGHTS}/{{insight_id}}/", "insight:write", 200, {"name": "Renamed"}),
     Route("PUT", f"{INSIGHTS}/{{insight_id}}/", "insight:write", 200, {"name": "Replaced"}),
     Route("DELETE", f"{INSIGHTS}/{{insight_id}}/", "insight:write", 405),
@@ -158,4 +162,5 @@ def make_objects(*, user, organization, project) -> dict:
         "restricted_dashboard_id": restricted.pk,
         "collaborator_uuid": collaborator.uuid,
         "insight_id": insight.pk,
+        "flight_id": finished_flight(project, InsightResults(project=project).query_of(insight)),
     }

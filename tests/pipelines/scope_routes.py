@@ -4,8 +4,9 @@ from django.core.cache import cache
 from django.utils import timezone
 
 from pipelines.batch_exports.models import BatchExportRun
+from pipelines.endpoints.parameters import bind
 from pipelines.endpoints.services import endpoint_create
-from pipelines.query import flights
+from pipelines.query import flights, runner
 from tests.pipelines.factories import (
     BatchExportBackfillFactory,
     BatchExportFactory,
@@ -121,6 +122,8 @@ ROUTES += [
     Route("GET", ENDPOINT + "openapi.json/", "endpoint:read", 200),
     Route("GET", ENDPOINT + "run/", "endpoint:read", 200),
     Route("POST", ENDPOINT + "run/", "endpoint:read", 200, {"parameters": {}}),
+    # The status URL of a run that went on without its client (one done: the run's answer).
+    Route("GET", ENDPOINT + "run/{flight_id}/", "endpoint:read", 200),
 ]
 
 COLLECTIONS = {
@@ -146,7 +149,8 @@ def make_objects(*, user, organization, project) -> dict:
     empty = {"type": "object", "properties": {}}
     endpoint = endpoint_create(actor=user, project=project, name="matrix", query=QUERY["query"], parameters=empty)
     ids["endpoint_name"] = endpoint.name
-    ids["flight_id"] = finished_flight(project)
+    # A computation of the endpoint's run: its status URL and /query/'s both answer it.
+    ids["flight_id"] = finished_flight(project, query=bind(QUERY["query"], {}))
     for route_name, collection in COLLECTIONS.items():
         # latest_tag set so upgrade has somewhere to go.
         plugin = PluginFactory(organization=organization, collection=collection, latest_tag="2.0.0")
@@ -154,9 +158,10 @@ def make_objects(*, user, organization, project) -> dict:
     return ids
 
 
-def finished_flight(project) -> str:
-    """The id of a computation of `project` that went on without its client and is done: its result is kept."""
-    key = f"query:{project.pk}:matrix"
+def finished_flight(project, query: dict) -> str:
+    """The id of a computation of `query` in `project` that went on without its client and is done: its result is
+    kept."""
+    key = runner.cache_key(project, runner.parse_query(query))
     flight = flights.start(key, project.pk, fresh_for=dt.timedelta(hours=1))
     response = {"results": [[0]], "is_cached": False, "last_refresh": None, "timezone": project.time_zone}
     cache.set(key, {"computed_at": timezone.now(), "response": response, "etag": 'W/"matrix"'}, 3600)

@@ -1,7 +1,8 @@
 """The rooms of `pipelines/` import downward only (docs/architecture.md, "Inside pipelines").
 
 events ← clickhouse ← query ← batch_exports, endpoints (query reads events through the clickhouse room's client when
-CLICKHOUSE_URL is set; the clickhouse room knows nothing of query); plugins stands alone; the app's top level (apps,
+CLICKHOUSE_URL is set; the clickhouse room knows nothing of query); temporal (the one Temporal client) lies under both
+query and batch_exports and imports no room; plugins stands alone; the app's top level (apps,
 urls, models, admin, management commands, the demo) is wiring that may import any room, and no room imports the
 wiring or dashboards.
 """
@@ -14,15 +15,16 @@ import pytest
 from tests.layering import room_violations
 
 PIPELINES = Path(__file__).resolve().parents[2] / "pipelines"
-ROOMS = ("events", "query", "batch_exports", "plugins", "clickhouse", "endpoints")
+ROOMS = ("events", "query", "batch_exports", "plugins", "clickhouse", "endpoints", "temporal")
 # What each room may import of pipelines, besides itself.
 ALLOWED = {
     "events": set(),
-    "query": {"events", "clickhouse"},
-    "batch_exports": {"events", "query"},
+    "query": {"events", "clickhouse", "temporal"},
+    "batch_exports": {"events", "query", "temporal"},
     "plugins": set(),
     "clickhouse": {"events"},
     "endpoints": {"query"},
+    "temporal": set(),
 }
 
 

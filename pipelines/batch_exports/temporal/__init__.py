@@ -5,7 +5,7 @@ runs in the workers (`manage.py batch_export_worker`).
 
 - `inputs`: what workflows and activities pass each other, and the workflow ids (no Django here: the workflow
   sandbox imports it).
-- `client`: one connection per process, for synchronous Django code too.
+- the client: one connection per process (`pipelines.temporal.client`, shared with the query layer).
 - `schedules`: an export's schedule, kept in step on every write and reconciled in bulk.
 - `orchestration`: what the services ask of Temporal after their transaction commits.
 - `activities` / `workflows`: the work of a run and a backfill; `worker`: the process that executes them.

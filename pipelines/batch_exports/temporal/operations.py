@@ -7,8 +7,8 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from pipelines.batch_exports.models import BatchExportBackfill, BatchExportRun
-from pipelines.batch_exports.temporal.client import RPC_TIMEOUT
 from pipelines.batch_exports.temporal.inputs import BACKFILL_WORKFLOW, RUN_WORKFLOW, BackfillInputs, RunInputs
+from pipelines.temporal.client import RPC_TIMEOUT
 
 
 async def start_run_workflow(client: Client, run: BatchExportRun) -> bool:

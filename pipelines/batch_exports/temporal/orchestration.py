@@ -26,7 +26,7 @@ def _after_commit(description: str, operation) -> None:
         return
 
     def send():
-        from pipelines.batch_exports.temporal import client
+        from pipelines.temporal import client
 
         try:
             client.call(operation(), timeout=settings.TEMPORAL_REQUEST_TIMEOUT)

@@ -29,8 +29,8 @@ from temporalio.client import (
 from temporalio.service import RPCError, RPCStatusCode
 
 from pipelines.batch_exports.models import BatchExport
-from pipelines.batch_exports.temporal.client import RPC_TIMEOUT
 from pipelines.batch_exports.temporal.inputs import RUN_WORKFLOW, RunInputs, scheduled_workflow_id
+from pipelines.temporal.client import RPC_TIMEOUT
 
 logger = logging.getLogger(__name__)
 

@@ -1,5 +1,6 @@
 """A batch-export worker: executes the run and backfill workflows and their activities from the task queue, and
-reconciles the schedules with the database at start and every minute.
+reconciles the schedules with the database at start and every minute. It also computes the query layer's results that
+go on without their client (`Prefer: respond-async`, pipelines.query.worker), on the same task queue.
 
 Start as many as you like, on as many machines: Temporal hands each task to one of them.
 """
@@ -18,10 +19,11 @@ from temporalio.worker import Worker
 
 from pipelines.batch_exports.models import BatchExportBackfill, BatchExportRun
 from pipelines.batch_exports.temporal.activities import ACTIVITIES
-from pipelines.batch_exports.temporal.client import TemporalUnavailable, connect
 from pipelines.batch_exports.temporal.operations import start_backfill_workflow, start_run_workflow
 from pipelines.batch_exports.temporal.schedules import reconcile_schedules
 from pipelines.batch_exports.temporal.workflows import WORKFLOWS
+from pipelines.query import worker as query_worker
+from pipelines.temporal.client import TemporalUnavailable, connect
 
 logger = logging.getLogger(__name__)
 
@@ -69,13 +71,14 @@ async def reconcile_periodically(client: Client, every: float) -> None:
 
 
 def build_worker(client: Client, *, activity_threads: int | None = None, task_queue: str | None = None) -> Worker:
-    """The worker: workflows on the event loop, activities (database and destination work) in a thread pool."""
+    """The worker: workflows on the event loop, activities (database and destination work, queries' computations) in a
+    thread pool."""
     threads = activity_threads or settings.BATCH_EXPORT_WORKER_ACTIVITIES
     return Worker(
         client,
         task_queue=task_queue or settings.TEMPORAL_TASK_QUEUE,
-        workflows=WORKFLOWS,
-        activities=ACTIVITIES,
+        workflows=[*WORKFLOWS, *query_worker.WORKFLOWS],
+        activities=[*ACTIVITIES, *query_worker.ACTIVITIES],
         activity_executor=ThreadPoolExecutor(max_workers=threads, thread_name_prefix="batch-export-activity"),
         max_concurrent_activities=threads,
         # A cancellation reaches an activity with the answer to its heartbeat: keep them frequent.

@@ -6,12 +6,14 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from pipelines.batch_exports.temporal.worker import SYNC_EVERY_SECONDS, run_worker
+from pipelines.query import background
 
 
 class Command(BaseCommand):
     help = (
-        "Run a batch-export worker: executes runs and backfills from Temporal's task queue and reconciles the "
-        "schedules with the database at start and every minute. Start as many as you like; Ctrl-C stops one."
+        "Run a batch-export worker: executes runs and backfills from Temporal's task queue, computes the query "
+        "results asked for with `Prefer: respond-async`, and reconciles the schedules with the database at start and "
+        "every minute. Start as many as you like; Ctrl-C stops one."
     )
 
     def add_arguments(self, parser):
@@ -33,6 +35,11 @@ class Command(BaseCommand):
             )
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         logging.getLogger("temporalio").setLevel(logging.WARNING)
+        if not background.shared_cache():
+            logging.getLogger(__name__).warning(
+                "The cache is not shared (no REDIS_URL): servers compute their own results asked for with "
+                "Prefer: respond-async, and this worker receives none."
+            )
 
         async def main():
             stop = asyncio.Event()

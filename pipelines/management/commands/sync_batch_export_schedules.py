@@ -3,8 +3,8 @@ import asyncio
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from pipelines.batch_exports.temporal.client import TemporalUnavailable, connect
 from pipelines.batch_exports.temporal.worker import reconcile
+from pipelines.temporal.client import TemporalUnavailable, connect
 
 
 class Command(BaseCommand):

@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.pipelines.query.conftest import NOW, add_event  # noqa: F401 - shared with the query tests
+from tests.pipelines.query.conftest import NOW, add_event, hold_computations  # noqa: F401 - shared with the query tests
 
 COUNTRY_QUERY = {
     "kind": "HogQLQuery",
@@ -49,3 +49,9 @@ def publish(publisher, project):
         return response.json()
 
     return create
+
+
+@pytest.fixture
+def held(monkeypatch):
+    """Computations that wait for `held.release.set()` (tests.pipelines.query.conftest)."""
+    return hold_computations(monkeypatch)

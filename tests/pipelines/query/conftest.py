@@ -3,12 +3,15 @@ service's database, or on ClickHouse as well with `on_both_engines`)."""
 
 import datetime as dt
 import json
+import threading
+import time
 from types import SimpleNamespace
 
 import pytest
 from rest_framework.utils.encoders import JSONEncoder
 
-from pipelines.query import runner
+from pipelines.query import flights, runner
+from pipelines.query.dialects import NoRows
 from pipelines.query.errors import QueryError
 from tests.pipelines.chdb_events import ChdbEvents
 from tests.pipelines.factories import EventFactory
@@ -108,3 +111,40 @@ def on_both_engines():
         return post
 
     return run
+
+
+@pytest.fixture
+def held(monkeypatch):
+    return hold_computations(monkeypatch)
+
+
+def hold_computations(monkeypatch):
+    """Computations that wait for `held.release.set()`, then give `[[7]]` (or raise `held.error`); `held.runs`
+    counts them. They read no database, so they may run on the background threads of a test that holds its data in
+    an open transaction."""
+    state = type("Held", (), {})()
+    state.release, state.runs, state.error = threading.Event(), [], None
+
+    real = runner.compute
+
+    def compute(parsed, **kwargs):
+        if isinstance(kwargs.get("dialect"), NoRows):  # validating a query (saving an insight or endpoint), not a run
+            return real(parsed, **kwargs)
+        state.runs.append(parsed.node.kind)
+        assert state.release.wait(10), "the test never released the computation"
+        if state.error is not None:
+            raise state.error
+        return {"results": [[7]], "columns": ["count()"], "types": ["UInt64"]}
+
+    monkeypatch.setattr(runner, "compute", compute)
+    return state
+
+
+def settled(flight_id: str) -> dict:
+    """The flight's record once it is no longer running."""
+    for _ in range(200):
+        record = flights.status(flight_id)
+        if record is not None and record["state"] != flights.RUNNING:
+            return record
+        time.sleep(0.02)
+    raise AssertionError("the computation did not end")

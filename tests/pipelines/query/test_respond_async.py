@@ -12,28 +12,9 @@ from django.core.cache import cache
 
 from pipelines.query import flights, runner
 from pipelines.query.errors import QueryError
-from tests.pipelines.query.conftest import add_event, hogql, query_url
+from tests.pipelines.query.conftest import add_event, hogql, query_url, settled
 
 COUNT = hogql("SELECT count() FROM events")
-
-
-@pytest.fixture
-def held(monkeypatch):
-    """Computations that wait for `held.release.set()`, then give `[[7]]` (or raise `held.error`); `held.runs`
-    counts them. They read no database, so they may run on the background threads of a test that holds its data in
-    an open transaction."""
-    state = type("Held", (), {})()
-    state.release, state.runs, state.error = threading.Event(), [], None
-
-    def compute(parsed, **kwargs):
-        state.runs.append(parsed.node.kind)
-        assert state.release.wait(10), "the test never released the computation"
-        if state.error is not None:
-            raise state.error
-        return {"results": [[7]], "columns": ["count()"], "types": ["UInt64"]}
-
-    monkeypatch.setattr(runner, "compute", compute)
-    return state
 
 
 @pytest.fixture
@@ -43,16 +24,6 @@ def ask(reader, project):
         return reader.post(query_url(project.pk), {"query": query}, format="json", **extra)
 
     return post
-
-
-def settled(flight_id: str) -> dict:
-    """The flight's record once it is no longer running."""
-    for _ in range(200):
-        record = flights.status(flight_id)
-        if record is not None and record["state"] != flights.RUNNING:
-            return record
-        time.sleep(0.02)
-    raise AssertionError("the computation did not end")
 
 
 def test_a_result_not_ready_in_time_is_a_202_whose_location_answers_it_later(ask, reader, held):

@@ -105,8 +105,8 @@ class WorkerThread(threading.Thread):
             self.ready.set()
 
     async def main(self):
-        from pipelines.batch_exports.temporal.client import connect
         from pipelines.batch_exports.temporal.worker import build_worker
+        from pipelines.temporal.client import connect
 
         self.loop = asyncio.get_running_loop()
         self.stopping = asyncio.Event()
@@ -151,8 +151,8 @@ def temporal(temporal_server, temporal_worker, transactional_db, settings):
         .values_list("workflow_id", flat=True)
     )
     if unfinished:
-        from pipelines.batch_exports.temporal.client import call
         from pipelines.batch_exports.temporal.operations import cancel_workflow
+        from pipelines.temporal.client import call
 
         for workflow_id in unfinished:
             call(lambda client, workflow_id=workflow_id: cancel_workflow(client, workflow_id))

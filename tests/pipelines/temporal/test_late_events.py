@@ -10,9 +10,9 @@ from django.utils import timezone
 
 from pipelines.batch_exports.models import BatchExportRun
 from pipelines.batch_exports.temporal import orchestration
-from pipelines.batch_exports.temporal.client import call
 from pipelines.batch_exports.temporal.inputs import interval_end, run_workflow_id
 from pipelines.events.models import Event
+from pipelines.temporal.client import call
 from tests.pipelines.temporal.conftest import wait_until
 from tests.pipelines.temporal.test_orchestration import HOUR, backfill, capture, create_export, finished, run_finished
 

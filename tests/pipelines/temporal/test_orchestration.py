@@ -17,10 +17,10 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from pipelines.batch_exports.models import BatchExport, BatchExportBackfill, BatchExportRun, BatchExportRunLog
 from pipelines.batch_exports.temporal import activities
-from pipelines.batch_exports.temporal.client import call
 from pipelines.batch_exports.temporal.inputs import interval_end
 from pipelines.batch_exports.temporal.schedules import DesiredSchedule, upsert_schedule
 from pipelines.events.models import Event
+from pipelines.temporal.client import call
 from tests.pipelines.temporal.conftest import wait_until
 from tests.workspace.factories import UserFactory
 

@@ -7,9 +7,9 @@ import json
 
 from django.utils import timezone
 
-from pipelines.batch_exports.temporal.client import call
 from pipelines.batch_exports.temporal.inputs import interval_end
 from pipelines.events.models import Event
+from pipelines.temporal.client import call
 from tests.pipelines.temporal.test_orchestration import HOUR, backfill, capture, create_export, finished, hourly_events
 from tests.pipelines.test_secrets import stored_text
 
