@@ -33,6 +33,8 @@ ERROR = {
         "attr": {"type": ["string", "null"]},
     },
 }
+# A HogQL result's `types` item: [the column's name, its type as the query layer names it].
+COLUMN_TYPE = {"type": "array", "items": {"type": "string"}, "minItems": 2, "maxItems": 2}
 FRESHNESS_HEADERS = {
     "ETag": {
         "description": "The answer's (weak) tag: If-None-Match with it gives a 304.",
@@ -121,10 +123,15 @@ def document(endpoint: Endpoint, published, *, path: str, versions: list[int]) -
             "columns": (
                 {"type": "array", "items": {"type": "string"}, "description": ", ".join(n for n, _ in columns)}
                 if columns is not None
-                else {"type": ["array", "null"]}
+                else {"type": ["array", "null"], "items": {}}
             ),
-            "types": {"type": ["array", "null"]},
-            "version": {"type": "integer", "enum": versions},
+            "types": (
+                {"type": "array", "items": COLUMN_TYPE, "description": "Each column's name and type."}
+                if columns is not None
+                else {"type": ["array", "null"], "items": {}}
+            ),
+            # Not `enum: versions`: the answer of the latest names a version published after the document was read.
+            "version": {"type": "integer", "minimum": 1},
             "parameters": {"type": "object", "properties": properties},
         },
     }

@@ -65,6 +65,12 @@ def test_the_document_is_valid_openapi_with_each_parameter_and_the_columns_typed
     assert (row["items"], row["minItems"], row["maxItems"]) == ({"type": ["integer", "null"]}, 1, 1)
     assert row["x-columns"] == [{"name": "n", "type": "UInt64", "schema": {"type": ["integer", "null"]}}]
     assert answer["properties"]["columns"]["description"] == "n"
+    assert answer["properties"]["types"]["items"] == {
+        "type": "array",
+        "items": {"type": "string"},
+        "minItems": 2,
+        "maxItems": 2,
+    }
 
 
 def test_a_trends_endpoint_has_a_generic_result_and_each_version_its_document(publish, publisher, reader, project):
@@ -85,7 +91,12 @@ def test_a_trends_endpoint_has_a_generic_result_and_each_version_its_document(pu
     path = next(iter(latest["paths"]))
     answer = latest["paths"][path]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
     assert answer["properties"]["results"] == {"type": "array", "items": {}}
-    assert answer["properties"]["version"] == {"type": "integer", "enum": [1, 2]}
+    options = {parameter["name"]: parameter for parameter in latest["paths"][path]["get"]["parameters"]}
+    version = options["version"]
+    assert version["schema"] == {"type": "integer", "enum": [1, 2]}
+    # Any version in the answer: a client generated from this document reads the latest's after the next publish.
+    assert answer["properties"]["version"] == {"type": "integer", "minimum": 1}
+    assert answer["properties"]["types"] == {"type": ["array", "null"], "items": {}}
     assert latest["paths"][path]["get"]["parameters"][0]["required"] is True
     assert first["paths"][path]["get"]["parameters"][0]["required"] is False
     assert reader.get(openapi_url(project.pk, "trend") + "?version=9").status_code == 404
