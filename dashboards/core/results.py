@@ -15,8 +15,9 @@ locks or lets its viewer pick. The query layer caches by the normalised query, s
 kept apart from the insight's own, which it never changes (DECISIONS.md §18).
 
 A public page computes with `refresh=SHARED` (`shared_result`): a result younger than `SHARED_PAGE_REFRESH_SECONDS`
-is shown as it is, and an older one is computed by one viewer (a lock in the shared cache), so that a page costs at
-most one computation per tile and period however many people look. The others wait for it
+is shown as it is, and an older one is computed by one viewer (a flight of the query layer, pipelines.query.flights,
+the same an API request's computation of that result is), so that a page costs at most one computation per tile and
+period however many people look. The others wait for it
 `SHARED_PAGE_WAIT_SECONDS` at most, all the page's tiles together, and only while fewer than
 `SHARED_PAGE_WAITING_VIEWS` threads of the process compute or wait for public pages (past that they do not wait at
 all), and then show the last result marked `stale`, or, without one, say that it is `computing`: anonymous viewers
@@ -33,7 +34,6 @@ import datetime as dt
 import logging
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -43,10 +43,11 @@ from django.utils import timezone
 from rest_framework.exceptions import APIException
 
 from dashboards.core.models import Insight
+from pipelines.query import flights
 from pipelines.query.errors import EventsUnavailable, QueryError, QueryThrottled
 from pipelines.query.kinds import parse_query
 from pipelines.query.limits import QueryLimits, ResultSize
-from pipelines.query.runner import QueryResult, RecordedRefusal, cache_key, flight_result, query_result, run_query
+from pipelines.query.runner import QueryResult, RecordedRefusal, cache_key, flight_result, query_result
 from workspace.api.exceptions import DATABASE_UNAVAILABLE, NotFoundError
 
 logger = logging.getLogger(__name__)
@@ -270,20 +271,21 @@ def shared_result(
     computed by one request, in this process or another, while the others wait for it until `wait_until` (a
     `time.monotonic()`; by default SHARED_PAGE_WAIT_SECONDS from now).
 
-    The computing request holds a lock in the shared cache (`add`, which only one caller wins), with a timeout past
-    the query's own so that a process that dies computing does not hold it for ever; the others poll the cache for
-    the new result. Past `wait_until`, or at once when SHARED_PAGE_WAITING_VIEWS threads of this process already
-    compute or wait for public pages, a request takes the last result, marked `is_stale`, or raises StillComputing
-    when there is none. A computation that fails is remembered for the same period, so a broken query is not run
-    again for every viewer. QueryError when the query cannot run. `fresh_for` replaces the period (an embedded
-    endpoint's, which its owner sets)."""
+    Who computes is the query layer's one record of computations under way, its flights (pipelines.query.flights):
+    a public page's computation is a flight like an API request's, so a page and a `/query/` request for the same
+    result compute it once, whichever comes first; a flight whose process died lapses with its lease. A request that
+    finds one under way polls the cache for its result. Past `wait_until`, or at once when SHARED_PAGE_WAITING_VIEWS
+    threads of this process already compute or wait for public pages, a request takes the last result, marked
+    `is_stale`, or raises StillComputing when there is none. A computation that fails for its query's sake (its own or
+    the flight it waited for, not a limit reached now) is remembered for the same period (`<key>:failed`), so a
+    broken query is not run again for every viewer. QueryError when the query cannot run. `fresh_for` replaces the
+    period (an embedded endpoint's, which its owner sets)."""
     wait_until = wait_deadline() if wait_until is None else wait_until
     parsed = parse_query(query)
     key = cache_key(project, parsed)
     fresh_for = fresh_for if fresh_for is not None else dt.timedelta(seconds=settings.SHARED_PAGE_REFRESH_SECONDS)
-    lock_key, failure_key = f"{key}:computing", f"{key}:failed"
-    lock_seconds = settings.QUERY_TIMEOUT_MS // 1000 + 10
-    slots, slot = waiting_slots(), None
+    failure_key = f"{key}:failed"
+    slots, slot, waited = waiting_slots(), None, None
     try:
         while True:
             found = cache.get_many([key, failure_key])
@@ -293,26 +295,39 @@ def shared_result(
             failure = found.get(failure_key)
             if failure is not None:
                 raise QueryError(failure["detail"], attr=failure["attr"], code=failure["code"])
-            token = uuid.uuid4().hex
-            if cache.add(lock_key, token, timeout=lock_seconds):
-                # A computation holds a thread too: it takes a slot while one is free (and computes all the same
-                # when none is), so that waiting views never fill the threads computations leave.
-                if slot is None:
-                    slot = slots is not None and slots.acquire(blocking=False)
-                try:
-                    return run_query(project=project, query=query, refresh="force_blocking")
-                except QueryError as error:
-                    if error.code != "throttled":  # the project busy now is no fault of the query's to remember
-                        failure = {"detail": str(error.detail), "attr": error.attr, "code": error.code}
-                        cache.set(failure_key, failure, settings.SHARED_PAGE_REFRESH_SECONDS)
-                    raise
-                finally:
-                    if cache.get(lock_key) == token:
-                        cache.delete(lock_key)
-            # Another request computes it: wait for its result (or for its lock to lapse, and then take it), for a
-            # while, and only while few others of this process wait, so that its threads stay free for other work.
+            # Computing holds a thread as waiting does: it takes a slot while one is free (and computes all the same
+            # when none is), so that waiting views never fill the threads computations leave.
             if slot is None:
                 slot = slots is not None and slots.acquire(blocking=False)
+            running = flights.current(key)
+            if running is None and waited is not None:
+                # The computation waited for ended: its refusal of the query is this request's, its result the
+                # cache's (read again before computing anew).
+                ended, waited = flights.status(waited.id), None
+                refusal = _query_refusal(ended["error"]) if ended and ended["state"] == flights.FAILED else None
+                if refusal is not None:
+                    _remember_failure(refusal, failure_key)
+                    raise refusal
+                if ended is not None and ended["state"] == flights.DONE:
+                    continue
+            if running is None:
+                try:
+                    outcome = query_result(project=project, query=query, refresh="force_blocking", join_for=0)
+                except QueryError as error:
+                    _remember_failure(error, failure_key)
+                    raise
+                except RecordedRefusal as error:  # a computation that ended as this one began
+                    refusal = _query_refusal(error.error)
+                    if refusal is None:
+                        raise
+                    _remember_failure(refusal, failure_key)
+                    raise refusal from error
+                if outcome.pending is None:
+                    return outcome.response
+                running = outcome.pending  # another request started it first
+            # Another request computes it: wait for its result, for a while, and only while few others of this
+            # process wait, so that its threads stay free for other work.
+            waited = running
             if not slot or time.monotonic() >= wait_until:
                 if entry is not None:
                     return {**entry["response"], "is_cached": True, "is_stale": True}
@@ -321,6 +336,23 @@ def shared_result(
     finally:
         if slot:
             slots.release()
+
+
+def _remember_failure(error: QueryError, failure_key: str) -> None:
+    """Keep a query's refusal for the refresh period, unless it is the project busy now (no fault of the query's)."""
+    if error.code != "throttled":
+        failure = {"detail": str(error.detail), "attr": error.attr, "code": error.code}
+        cache.set(failure_key, failure, settings.SHARED_PAGE_REFRESH_SECONDS)
+
+
+def _query_refusal(error: dict) -> QueryError | None:
+    """A flight's refusal (its record's `error`) as a public page shows it, when it is a refusal of the query; None
+    for any other (a limit of the request that computed, a lost computation, an engine down now)."""
+    if error["status"] != QueryError.status_code or error["type"] != QueryError.error_type:
+        return None
+    if error["code"] == "throttled":  # the computing request's limit, not the query's fault
+        return None
+    return QueryError(error["detail"], attr=error["attr"], code=error["code"])
 
 
 def cached_results(insights: Iterable[Insight], *, project, query_of: Callable[[Insight], object] | None = None):

@@ -5,7 +5,10 @@ under the result's cache key: starting one is an atomic `add`, so of identical c
 computes and the others wait for its result (or, asked to respond asynchronously, are pointed to it) instead of
 computing it again. A flight's record, under its own id, says whether it is running, done (its result is then the
 cache's entry) or failed (with the error a synchronous request would have got), for the status URL
-`/api/projects/:id/query/:id/`, which any process answers.
+`/api/projects/:id/query/:id/`, which any process answers. It is the one record of who computes a result: the API's
+requests, insights' reads, endpoints' runs and public pages (dashboards.core.results `shared_result`, which waits for
+another's flight on its own terms: a bounded wait, then the last result marked stale) all start and join the same
+flights.
 
 A flight holds its place for the query timeout and a margin (`lease`): a process that dies mid-computation blocks
 nobody longer than that, and its flight's status says it was lost. Background computations (`Prefer:

@@ -87,6 +87,7 @@ def query_result(
     if_none_match: str | None = None,
     fresh_for: dt.timedelta | None = None,
     respond_async: float | None = None,
+    join_for: float | None = None,
 ) -> QueryResult:
     """The result of `query` (request JSON) over `project`'s events, from the cache or computed as `refresh` says,
     with its freshness; `not_modified` (and no response) when `if_none_match` (an If-None-Match header's value) names
@@ -105,6 +106,12 @@ def query_result(
     answer is `pending`: its flight, whose status URL gives what this request would have (`flight_result`). On the
     worker the caller's limits are held there, so a refusal of them is the flight's: this request's answer when it
     comes within the wait, else its status URL's.
+
+    A computation of the same result already under way (its flight, pipelines.query.flights) is waited for rather
+    than run again: as long as its lease, or `respond_async`, or `join_for` (seconds) when given; one still running
+    then is the answer, `pending`. Public pages pass `join_for=0` and wait on their own terms
+    (dashboards.core.results `shared_result`), so that every computation of a result, theirs or the API's, is one
+    flight.
     """
     parsed = parse_query(query)
     engine = events_engine()
@@ -137,7 +144,9 @@ def query_result(
         # cache; it computes itself only when that one ends without a result it may share.
         running = flights.current(key)
         if running is not None:
-            record = flights.wait(running, flights.lease_seconds() if respond_async is None else respond_async)
+            if join_for is None:
+                join_for = flights.lease_seconds() if respond_async is None else respond_async
+            record = flights.wait(running, join_for)
             joined = _joined(running, record, fresh_for=fresh_for, if_none_match=if_none_match)
             if joined is not None:
                 return joined
@@ -358,6 +367,7 @@ class RecordedRefusal(DomainError):
 
     def __init__(self, error: dict):
         super().__init__(error["detail"], code=error["code"], attr=error["attr"])
+        self.error = error
         self.status_code = error["status"]
         self.error_type = error["type"]
         if error.get("wait") is not None:

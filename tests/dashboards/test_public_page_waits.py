@@ -17,7 +17,7 @@ from dashboards.core.results import StillComputing, effective_query, shared_resu
 from dashboards.public.embeds import embed_token
 from dashboards.public.pages import bounded_json, bounded_size
 from dashboards.public.services import embed_secret_create
-from pipelines.query import runner
+from pipelines.query import flights, runner
 from pipelines.query.kinds import parse_query
 from tests.dashboards.factories import DashboardFactory, DashboardTileFactory, SharingConfigurationFactory
 from tests.pipelines.query.conftest import add_event, trends
@@ -53,8 +53,11 @@ def shared(project, query=VIEWS) -> tuple[str, str]:
     return token, key
 
 
-def computing_elsewhere(key: str) -> None:
-    cache.add(f"{key}:computing", "another process", timeout=60)
+def computing_elsewhere(key: str, project) -> flights.Flight:
+    """Another process's computation of the result under `key` under way: its flight."""
+    flight = flights.start(key, project.pk, fresh_for=dt.timedelta(minutes=5))
+    assert flight is not None
+    return flight
 
 
 def keep_old_result(key: str, settings) -> dict:
@@ -75,7 +78,7 @@ class TestABoundedWait:
     ):
         settings.SHARED_PAGE_WAIT_SECONDS = 1.5
         _, key = shared(project)
-        computing_elsewhere(key)
+        computing_elsewhere(key, project)
 
         with pytest.raises(StillComputing):
             shared_result(project=project, query=QUERY | {"dateRange": {"date_from": "-7d"}})
@@ -86,7 +89,7 @@ class TestABoundedWait:
     def test_past_the_wait_the_last_result_is_shown_marked_stale(self, project, settings, computations):
         settings.SHARED_PAGE_WAIT_SECONDS = 0
         token, key = shared(project)
-        computing_elsewhere(key)
+        computing_elsewhere(key, project)
         old = keep_old_result(key, settings)
 
         body = Client().get(f"/shared/{token}", {"format": "json"}).json()
@@ -104,7 +107,7 @@ class TestABoundedWait:
     ):
         settings.SHARED_PAGE_WAIT_SECONDS = 0
         token, key = shared(project)
-        computing_elsewhere(key)
+        computing_elsewhere(key, project)
 
         as_json = Client().get(f"/shared/{token}", {"format": "json"})
         page = Client().get(f"/shared/{token}")
@@ -134,7 +137,8 @@ class TestABoundedWait:
             query = {"kind": "InsightVizNode", "source": trends({"kind": "EventsNode", "event": event})}
             tile = DashboardTileFactory(dashboard=dashboard, insight__query=query)
             computing_elsewhere(
-                runner.cache_key(project, parse_query(effective_query(tile.insight.query, filters=dashboard.filters)))
+                runner.cache_key(project, parse_query(effective_query(tile.insight.query, filters=dashboard.filters))),
+                project,
             )
         token = SharingConfigurationFactory(dashboard=dashboard, enabled=True).access_token
 
@@ -147,7 +151,7 @@ class TestABoundedWait:
         settings.SHARED_PAGE_WAIT_SECONDS = 5
         settings.SHARED_PAGE_WAITING_VIEWS = 1
         _, key = shared(project)
-        computing_elsewhere(key)
+        computing_elsewhere(key, project)
         slots = results.waiting_slots()
         assert slots.acquire(blocking=False)  # another view of this process waits, or computes
         try:
@@ -164,7 +168,7 @@ class TestABoundedWait:
     def test_a_result_that_comes_within_the_wait_is_shown(self, project, settings, monkeypatch, computations):
         settings.SHARED_PAGE_WAIT_SECONDS = 5
         _, key = shared(project)
-        computing_elsewhere(key)
+        computing_elsewhere(key, project)
         computed = {"results": [], "last_refresh": "2026-01-01T00:00:00+00:00", "timezone": "UTC"}
         polls = []
 

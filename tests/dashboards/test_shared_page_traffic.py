@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from dashboards.core import results
 from dashboards.public.pages import SharedPageViewThrottle
-from pipelines.query import runner
+from pipelines.query import flights, runner
 from pipelines.query.kinds import parse_query
 from tests.dashboards.factories import DashboardFactory, DashboardTileFactory, SharingConfigurationFactory
 from tests.pipelines.factories import EventFactory
@@ -68,13 +68,13 @@ class TestOneComputationPerPeriod:
     def test_a_viewer_waits_for_the_computation_in_progress_and_takes_its_result(self, project, computations):
         query = {"kind": "TrendsQuery", "series": [{"kind": "EventsNode", "event": "$pageview"}]}
         key = runner.cache_key(project, parse_query(query))
-        cache.add(f"{key}:computing", "another process", timeout=30)
+        flight = flights.start(key, project.pk, fresh_for=dt.timedelta(minutes=5))  # another process computes it
         computed = {"results": [], "last_refresh": "2026-01-01T00:00:00+00:00", "timezone": "UTC"}
 
         def finish_elsewhere():
             time.sleep(0.3)
             cache.set(key, {"computed_at": timezone.now(), "response": computed}, 60)
-            cache.delete(f"{key}:computing")
+            flights.finish(flight)
 
         finisher = threading.Thread(target=finish_elsewhere)
         finisher.start()
@@ -86,15 +86,16 @@ class TestOneComputationPerPeriod:
         assert shown["last_refresh"] == computed["last_refresh"] and shown["is_cached"] is True
         assert computations == []
 
-    def test_the_lock_of_a_process_that_died_lapses(self, project, computations):
+    def test_the_flight_of_a_process_that_died_lapses(self, project, computations, monkeypatch):
         query = {"kind": "TrendsQuery", "series": [{"kind": "EventsNode", "event": "$pageview"}]}
         key = runner.cache_key(project, parse_query(query))
-        cache.add(f"{key}:computing", "a process that died", timeout=1)
+        monkeypatch.setattr(flights, "lease_seconds", lambda: 1)
+        assert flights.start(key, project.pk, fresh_for=dt.timedelta(minutes=5))  # by a process that died
 
         started = time.monotonic()
         shown = results.shared_result(project=project, query=query)
 
-        assert time.monotonic() - started >= 0.9  # waited for the lock's timeout, no longer
+        assert time.monotonic() - started >= 0.9  # waited for its lease to end, no longer
         assert shown["is_cached"] is False and computations == ["TrendsQuery"]
 
 
