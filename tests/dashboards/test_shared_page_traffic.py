@@ -19,10 +19,11 @@ from django.utils import timezone
 from dashboards.core import results
 from dashboards.public.pages import SharedPageViewThrottle
 from pipelines.query import flights, runner
+from pipelines.query.errors import QueryError
 from pipelines.query.kinds import parse_query
 from tests.dashboards.factories import DashboardFactory, DashboardTileFactory, SharingConfigurationFactory
 from tests.pipelines.factories import EventFactory
-from tests.pipelines.query.conftest import add_event, trends
+from tests.pipelines.query.conftest import add_event, hogql, hold_computations, query_url, settled, trends
 
 VIEWS = {"kind": "InsightVizNode", "source": trends({"kind": "EventsNode", "event": "$pageview", "math": "dau"})}
 REDIS_DB_14 = "redis://127.0.0.1:6379/14"
@@ -97,6 +98,95 @@ class TestOneComputationPerPeriod:
 
         assert time.monotonic() - started >= 0.9  # waited for its lease to end, no longer
         assert shown["is_cached"] is False and computations == ["TrendsQuery"]
+
+
+class TestOneFlightWithTheApi:
+    """A public page's computation is the query layer's flight of the result (pipelines.query.flights), the same an
+    API `/query/` request's is: whichever comes first computes, the other waits for it (the page on its own terms)."""
+
+    COUNT = hogql("SELECT count() FROM events")  # a tile's effective query as written: the API's query too
+
+    @pytest.fixture
+    def held(self, monkeypatch):
+        return hold_computations(monkeypatch)
+
+    @pytest.fixture
+    def ask(self, key_client, project):
+        reader = key_client("query:read")
+
+        def post(**headers):
+            extra = {f"HTTP_{name.upper().replace('-', '_')}": value for name, value in headers.items()}
+            return reader.post(query_url(project.pk), {"query": self.COUNT}, format="json", **extra)
+
+        return post
+
+    def page(self, token) -> dict:
+        return Client().get(f"/shared/{token}", {"format": "json"}).json()["tiles"][0]["insight"]
+
+    def test_a_page_that_comes_while_the_api_computes_waits_for_that_computation(self, project, held, ask, settings):
+        settings.SHARED_PAGE_WAIT_SECONDS = 5
+        token = shared_page(project, self.COUNT)
+        accepted = ask(prefer="respond-async, wait=0")  # the API's computation, under way
+        assert accepted.status_code == 202
+        threading.Timer(0.3, held.release.set).start()
+
+        shown = self.page(token)
+
+        assert shown["result"] == [[7]] and shown["is_cached"] is True and shown["stale"] is False
+        assert held.runs == ["HogQLQuery"]
+        assert settled(accepted.json()["query_status"]["id"])["state"] == flights.DONE
+
+    def test_an_api_request_that_comes_while_a_page_computes_waits_for_that_computation(self, project, held, ask):
+        key = runner.cache_key(project, parse_query(self.COUNT))
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            viewed = pool.submit(results.shared_result, project=project, query=self.COUNT)
+            for _ in range(200):  # the page's computation has started
+                if held.runs:
+                    break
+                time.sleep(0.01)
+            flight = flights.current(key)
+            assert flight is not None
+            threading.Timer(0.3, held.release.set).start()
+
+            answered = ask()  # synchronous: joins the page's flight
+
+            shown = viewed.result(timeout=10)
+        assert answered.status_code == 200 and answered.json()["results"] == [[7]]
+        assert answered.json()["is_cached"] is True and shown["is_cached"] is False
+        assert held.runs == ["HogQLQuery"]
+        assert flights.status(flight.id)["state"] == flights.DONE
+
+    def test_a_page_waits_for_the_apis_computation_no_longer_than_its_own_bound(self, project, held, ask, settings):
+        settings.SHARED_PAGE_WAIT_SECONDS = 0
+        token = shared_page(project, self.COUNT)
+        assert ask(prefer="respond-async, wait=0").status_code == 202
+        releaser = threading.Timer(3, held.release.set)
+        releaser.start()
+        try:
+            started = time.monotonic()
+            shown = self.page(token)
+            waited = time.monotonic() - started
+        finally:
+            releaser.cancel()
+            held.release.set()
+
+        assert shown["computing"] is True and shown["result"] is None
+        assert waited < 2  # not the API computation's whole length
+        assert held.runs == ["HogQLQuery"]
+
+    def test_the_apis_refusal_of_the_query_is_the_pages_and_is_remembered(self, project, held, ask, settings):
+        settings.SHARED_PAGE_WAIT_SECONDS = 5
+        held.error = QueryError("Unknown function 'frobnicate'.", attr="query", code="invalid_query")
+        token = shared_page(project, self.COUNT)
+        accepted = ask(prefer="respond-async, wait=0")
+        threading.Timer(0.3, held.release.set).start()
+
+        first, again = self.page(token), self.page(token)
+
+        assert first["result"] is None and "frobnicate" in first["error"]
+        assert again["error"] == first["error"]
+        assert held.runs == ["HogQLQuery"]  # the page ran it neither when it waited nor after
+        assert settled(accepted.json()["query_status"]["id"])["state"] == flights.FAILED
 
 
 def test_a_chart_draws_25_series_and_sums_the_rest_as_other(project):
