@@ -67,8 +67,6 @@ def start(key: str, project_id: int, *, fresh_for: dt.timedelta) -> Flight | Non
     """A new flight of `key` (whose result stays fresh for `fresh_for`), or None when one is already under way
     (`current(key)` names it)."""
     flight = Flight(id=uuid.uuid4().hex, key=key, project_id=project_id)
-    if not cache.add(_running_key(key), flight.id, lease_seconds()):
-        return None
     document = {
         "state": RUNNING,
         "key": key,
@@ -76,7 +74,12 @@ def start(key: str, project_id: int, *, fresh_for: dt.timedelta) -> Flight | Non
         "started_at": timezone.now(),
         "fresh_for": int(fresh_for.total_seconds()),
     }
+    # The record first, then the place: a place whose record is missing reads as an orphan (`current` frees it), so
+    # a flight must never hold its place before its record exists, or another process would free it and compute too.
     cache.set(_record_key(flight.id), document, KEPT_FOR_SECONDS)
+    if not cache.add(_running_key(key), flight.id, lease_seconds()):
+        cache.delete(_record_key(flight.id))
+        return None
     return flight
 
 
