@@ -312,7 +312,9 @@ def shared_result(
                     continue
             if running is None:
                 try:
-                    outcome = query_result(project=project, query=query, refresh="force_blocking", join_for=0)
+                    outcome = query_result(
+                        project=project, query=query, refresh="blocking", fresh_for=fresh_for, join_for=0
+                    )
                 except QueryError as error:
                     _remember_failure(error, failure_key)
                     raise

@@ -120,13 +120,7 @@ def query_result(
     fresh_for = fresh_for if fresh_for is not None else _fresh_for(parsed)
     cached = cache.get(key) if refresh != "force_blocking" else None
     if cached is not None and (refresh == "force_cache" or now - cached["computed_at"] < fresh_for):
-        # Entries kept before ETags were have none: their digest is taken now.
-        etag = cached.get("etag") or result_etag(key, cached["response"])
-        state = HIT if now - cached["computed_at"] < fresh_for else STALE
-        freshness = Freshness(state=state, etag=etag, computed_at=cached["computed_at"], fresh_for=fresh_for)
-        if if_none_match is not None and none_match(if_none_match, etag):
-            return QueryResult(None, freshness, now, not_modified=True)
-        return QueryResult({**cached["response"], "is_cached": True}, freshness, now)
+        return _from_cache(key, cached, now, fresh_for=fresh_for, if_none_match=if_none_match)
     if refresh == "force_cache":
         response = {
             "results": None,
@@ -153,6 +147,13 @@ def query_result(
         flight = flights.start(key, project.pk, fresh_for=fresh_for)
         if flight is not None:
             break
+    if refresh != "force_blocking":
+        # The result read above may have been stored since, by a flight that ended between that read and this one's
+        # start: answered from the cache, it is not computed twice.
+        stored = cache.get(key)
+        if stored is not None and now - stored["computed_at"] < fresh_for:
+            flights.finish(flight)
+            return _from_cache(key, stored, now, fresh_for=fresh_for, if_none_match=if_none_match)
     state = REQUESTED if refresh == "force_blocking" else MISS if cached is None else EXPIRED
     if limits is None:
         limits = QueryLimits(as_tile_error=True)
@@ -354,6 +355,19 @@ def _joined(
         fresh_for=fresh_for,
     )
     if if_none_match is not None and none_match(if_none_match, entry["etag"]):
+        return QueryResult(None, freshness, now, not_modified=True)
+    return QueryResult({**entry["response"], "is_cached": True}, freshness, now)
+
+
+def _from_cache(
+    key: str, entry: dict, now: dt.datetime, *, fresh_for: dt.timedelta, if_none_match: str | None
+) -> QueryResult:
+    """The answer of a cached result `entry` (fresh, or stale when read with `force_cache`)."""
+    # Entries kept before ETags were have none: their digest is taken now.
+    etag = entry.get("etag") or result_etag(key, entry["response"])
+    state = HIT if now - entry["computed_at"] < fresh_for else STALE
+    freshness = Freshness(state=state, etag=etag, computed_at=entry["computed_at"], fresh_for=fresh_for)
+    if if_none_match is not None and none_match(if_none_match, etag):
         return QueryResult(None, freshness, now, not_modified=True)
     return QueryResult({**entry["response"], "is_cached": True}, freshness, now)
 
